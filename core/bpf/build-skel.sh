@@ -1,0 +1,14 @@
+#!/bin/sh
+# build-skel.sh CLANG BPFTOOL ARCH INPUT.bpf.c OUTPUT.skel.h DEPFILE [-I...]
+# Compiles one BPF program (CO-RE, BTF) and generates its libbpf skeleton, so
+# the object is embedded in the plugin .so and nothing is read from disk at
+# run time.
+set -eu
+clang=$1 bpftool=$2 arch=$3 in=$4 out=$5 dep=$6
+shift 6
+obj=${out%.skel.h}.o
+name=$(basename "$in" .bpf.c)
+"$clang" -g -O2 -target bpf -D__TARGET_ARCH_"$arch" -Wall -Werror \
+	-Wno-unused-function -MD -MF "$dep" -MT "$out" "$@" -c "$in" -o "$obj"
+"$bpftool" gen skeleton "$obj" name "${name}_bpf" > "$out.tmp"
+mv "$out.tmp" "$out"
