@@ -256,7 +256,8 @@ struct nt_host {
 	void (*metric_remove)(struct nt_metric *m,
 			      const char *const *label_values);
 	/* Visit every family of every instance (see nt_metric_visit_fn). */
-	int (*metrics_visit)(nt_metric_visit_fn fn, void *arg);
+	int (*metrics_visit)(struct nt_instance *inst, nt_metric_visit_fn fn,
+			     void *arg);
 
 	/* Loop: poll(state, token, budget) runs when `fd` is readable or the
 	 * timer fires. The fd stays owned by the plugin; it is unwatched
@@ -279,7 +280,7 @@ struct nt_host {
 	int (*symbolize)(struct nt_instance *inst, uint32_t pid, uint64_t addr,
 			 struct nt_symbol *out);
 	/* Convert an event's CLOCK_MONOTONIC ts_ns to ns since the epoch. */
-	uint64_t (*wall_ns)(uint64_t mono_ns);
+	uint64_t (*wall_ns)(const struct nt_instance *inst, uint64_t mono_ns);
 	/* Count events a plugin lost at its own stage ("bpf", "queue", ...)
 	 * into ntcore_events_dropped_total{stage,plugin}; thread-safe. */
 	void (*count_drop)(struct nt_instance *inst, const char *stage,
