@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * The core's own BPF: keeps the shared target map in step with the traced
+ * processes. A fork of a target adds the child; the death of a target's last
+ * thread removes it and emits a proc.exit record for the core to publish.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "common.bpf.h"
+#include "follow.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} exits SEC(".maps");
+
+const volatile __u32 exit_type = 0;
+
+static __always_inline int on_fork(struct task_struct *parent,
+				   struct task_struct *child)
+{
+	__u32 parent_tgid = BPF_CORE_READ(parent, tgid);
+	__u32 child_tgid = BPF_CORE_READ(child, tgid);
+	__u8 one = 1;
+
+	if (parent_tgid == child_tgid)
+		return 0; /* a new thread, not a new process */
+	if (!bpf_map_lookup_elem(&nt_targets, &parent_tgid))
+		return 0;
+	bpf_map_update_elem(&nt_targets, &child_tgid, &one, BPF_NOEXIST);
+	return 0;
+}
+
+static __always_inline int on_exit(struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	struct nt_proc_exit *rec;
+
+	/* signal->live reaches 0 when the last thread of the group exits. */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	if (!bpf_map_lookup_elem(&nt_targets, &tgid))
+		return 0;
+	bpf_map_delete_elem(&nt_targets, &tgid);
+	rec = nt_reserve(&exits, sizeof(*rec));
+	if (!rec)
+		return 0;
+	nt_hdr_current(&rec->hdr, exit_type, sizeof(*rec));
+	rec->hdr.pid = tgid;
+	rec->exit_code = BPF_CORE_READ(task, exit_code);
+	rec->ppid = BPF_CORE_READ(task, real_parent, tgid);
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(follow_fork_btf, struct task_struct *parent,
+	     struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(follow_exit_btf, struct task_struct *task)
+{
+	return on_exit(task);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(follow_fork_raw, struct task_struct *parent,
+	     struct task_struct *child)
+{
+	return on_fork(parent, child);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(follow_exit_raw, struct task_struct *task)
+{
+	return on_exit(task);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

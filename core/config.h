@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libconfig loader: the daemon's own keys, the instance list, and the
+ * schema-driven validation of each plugin's keys into the plugin's config
+ * struct. Every error is printed as "FILE:LINE: message" to `diag`.
+ */
+#ifndef NTCORE_CORE_CONFIG_H
+#define NTCORE_CORE_CONFIG_H
+
+#include <libconfig.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ntcore/plugin.h"
+
+/* Every allocation made for one instance's config, freed together. */
+struct nt_arena {
+	void **ptrs;
+	size_t n, cap;
+};
+void *nt_arena_alloc(struct nt_arena *a, size_t size);
+char *nt_arena_strdup(struct nt_arena *a, const char *s);
+void nt_arena_free(struct nt_arena *a);
+
+struct nt_inst_cfg {
+	const char *plugin; /* strings point into the config_t */
+	char name[64];
+	bool required;
+	bool enabled;
+	int log_level;      /* -1: the daemon's */
+	const char **events;
+	size_t n_events;
+	bool events_set;
+	config_setting_t *group;
+	int line;
+};
+
+struct nt_config {
+	config_t cfg;
+	char *path;
+	FILE *diag;          /* where errors go (stderr by default) */
+	int log_level;
+	const char **plugin_dirs;
+	size_t n_plugin_dirs;
+	struct nt_inst_cfg *insts;
+	size_t n_insts;
+};
+
+/* Parse and check the file's structure (not the plugins' own keys, which
+ * need the plugin's schema). With `text` non-NULL, parse it and use `path`
+ * only as the name in messages. Returns 0, or -1 after printing the error. */
+int nt_config_load(struct nt_config *c, const char *path, const char *text,
+		   FILE *diag);
+void nt_config_free(struct nt_config *c);
+
+/* Validate `group` against `keys`, ignoring the core's instance keys, and
+ * build the config struct (`size` bytes) in *out from the arena. Returns 0
+ * or -1 after printing every error found. */
+int nt_config_fill(const struct nt_config *c, const config_setting_t *group,
+		   const char *inst_name, const struct nt_cfg_key *keys,
+		   uint32_t n_keys, uint32_t size, struct nt_arena *arena,
+		   void **out);
+
+/* Print "FILE:LINE: [inst] message" (inst may be NULL). */
+void nt_config_error(const struct nt_config *c, int line, const char *inst,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The config_t line of a key inside an instance group, or the group's. */
+int nt_config_key_line(const config_setting_t *group, const char *key);
+
+const char *nt_cfg_type_name(uint32_t type);
+
+#endif

@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "bpf/follow.h"
+#include "host.h"
+#include "log.h"
+#include "search.h"
+
+#define POLL_BUDGET 4096
+#define POLL_ERRORS_MAX 3
+
+static const struct nt_field proc_exit_fields[] = {
+	NT_FIELD(struct nt_proc_exit, exit_code, NT_F_S32, "",
+		 "raw wait status: exit code << 8 | terminating signal"),
+	NT_FIELD(struct nt_proc_exit, ppid, NT_F_U32, "", "parent process id"),
+};
+
+static const struct nt_schema proc_exit_schema = {
+	.name = "proc.exit",
+	.desc = "a traced process exited (its last thread)",
+	.fields = proc_exit_fields,
+	.n_fields = NT_ARRAY_LEN(proc_exit_fields),
+	.min_size = sizeof(struct nt_proc_exit),
+};
+
+static const char *const self_inst_labels[] = {"plugin"};
+static const char *const self_drop_labels[] = {"stage", "plugin"};
+static const char *const self_state_labels[] = {"plugin", "kind", "state"};
+static const char *const self_build_labels[] = {"version", "abi"};
+
+static const struct nt_metric_desc self_metric_descs[] = {
+	{.name = "ntcore_events_in_total",
+	 .help = "Events published on the bus, by publishing plugin instance",
+	 .type = NT_METRIC_COUNTER, .n_labels = 1, .label_names = self_inst_labels},
+	{.name = "ntcore_events_out_total",
+	 .help = "Events delivered to a consuming plugin instance",
+	 .type = NT_METRIC_COUNTER, .n_labels = 1, .label_names = self_inst_labels},
+	{.name = "ntcore_events_dropped_total",
+	 .help = "Events lost, by stage (bpf, bus, queue, ...) and plugin instance",
+	 .type = NT_METRIC_COUNTER, .n_labels = 2, .label_names = self_drop_labels},
+	{.name = "ntcore_plugin_state",
+	 .help = "1 for the current state of each plugin instance",
+	 .type = NT_METRIC_GAUGE, .n_labels = 3, .label_names = self_state_labels},
+	{.name = "ntcore_build_info",
+	 .help = "ntcore version and plugin ABI; always 1",
+	 .type = NT_METRIC_GAUGE, .n_labels = 2, .label_names = self_build_labels},
+};
+
+static const char *state_name(enum nt_inst_state st)
+{
+	static const char *const names[] = {"loaded", "initialized", "attached",
+					    "failed", "detached"};
+	return names[st];
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t wall_offset(void)
+{
+	struct timespec real, mono;
+
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((int64_t)real.tv_sec - (int64_t)mono.tv_sec) * 1000000000ll +
+	       ((int64_t)real.tv_nsec - (int64_t)mono.tv_nsec);
+}
+
+/* ------------------------------------------------------------------ */
+/* Self-metrics                                                        */
+/* ------------------------------------------------------------------ */
+
+static void register_self_metrics(struct nt_daemon *d)
+{
+	struct nt_metric **slots[] = {&d->m_in, &d->m_out, &d->m_dropped,
+				      &d->m_state, &d->m_build};
+	const char *why;
+
+	for (size_t i = 0; i < NT_ARRAY_LEN(slots); i++)
+		*slots[i] = nt_registry_register(&d->reg, &self_metric_descs[i], &why);
+	const char *build[2] = {NTCORE_VERSION, NT_ABI_TEXT};
+	nt_metric_set(d->m_build, build, 1);
+}
+
+static void set_state(struct nt_instance *inst, enum nt_inst_state st)
+{
+	const char *kind = nt_kind_name(inst->lib.desc.kind);
+	const char *old[3] = {inst->name, kind, state_name(inst->st)};
+	const char *now[3] = {inst->name, kind, state_name(st)};
+
+	nt_metric_remove(inst->d->m_state, old);
+	inst->st = st;
+	nt_metric_set(inst->d->m_state, now, 1);
+}
+
+void nt_daemon_sync_self_metrics(struct nt_daemon *d)
+{
+	for (size_t i = 0; i < d->n_insts; i++) {
+		struct nt_instance *inst = d->insts[i];
+		const char *label[1] = {inst->name};
+		if (inst->events_in != inst->synced_in) {
+			nt_metric_add(d->m_in, label,
+				      (double)(inst->events_in - inst->synced_in));
+			inst->synced_in = inst->events_in;
+		}
+		if (inst->events_out != inst->synced_out) {
+			nt_metric_add(d->m_out, label,
+				      (double)(inst->events_out - inst->synced_out));
+			inst->synced_out = inst->events_out;
+		}
+	}
+	uint64_t bus_drops = d->bus.dropped_unknown + d->bus.dropped_short;
+	if (bus_drops != d->bus_drops_synced) {
+		const char *labels[2] = {"bus", "core"};
+		nt_metric_add(d->m_dropped, labels,
+			      (double)(bus_drops - d->bus_drops_synced));
+		d->core.dropped += bus_drops - d->bus_drops_synced;
+		d->bus_drops_synced = bus_drops;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Instances                                                           */
+/* ------------------------------------------------------------------ */
+
+static void deliver(void *subscriber, const struct nt_event_hdr *ev,
+		    const struct nt_schema *schema)
+{
+	struct nt_instance *inst = subscriber;
+
+	if (inst->st != NT_ST_ATTACHED)
+		return;
+	inst->events_out++;
+	inst->lib.desc.consume(inst->state, ev, schema);
+}
+
+static void instance_fail(struct nt_instance *inst, const char *op, int err)
+{
+	nt_log(NT_LOG_ERROR, inst->prefix, "%s failed: %s; the other plugins go on",
+	       op, strerror(err < 0 ? -err : err));
+	nt_instance_unwatch(inst);
+	if (inst->st == NT_ST_ATTACHED)
+		inst->lib.desc.detach(inst->state);
+	set_state(inst, NT_ST_FAILED);
+}
+
+void nt_instance_poll(struct nt_instance *inst, uint32_t token)
+{
+	if (inst->st != NT_ST_ATTACHED)
+		return;
+	int n = inst->lib.desc.poll(inst->state, token, POLL_BUDGET);
+	if (n >= 0) {
+		inst->poll_errors = 0;
+		return;
+	}
+	if (++inst->poll_errors >= POLL_ERRORS_MAX)
+		instance_fail(inst, "poll", n);
+}
+
+static struct nt_instance *instance_new(struct nt_daemon *d,
+					const struct nt_inst_cfg *ic)
+{
+	struct nt_instance *inst = calloc(1, sizeof(*inst));
+
+	if (!inst)
+		return NULL;
+	inst->d = d;
+	inst->cfg = ic;
+	snprintf(inst->name, sizeof(inst->name), "%s", ic->name);
+	inst->log_level = ic->log_level >= 0 ? ic->log_level : d->cfg.log_level;
+	if (d->opt.verbose && inst->log_level < NT_LOG_DEBUG)
+		inst->log_level = NT_LOG_DEBUG;
+	return inst;
+}
+
+/* Find, open and configure one instance. Returns 0 or 2 (config error). */
+static int instance_load(struct nt_daemon *d, struct nt_instance *inst,
+			 const struct nt_search *search)
+{
+	const struct nt_inst_cfg *ic = inst->cfg;
+	char path[4096], why[1024];
+
+	if (nt_loader_find(search->dirs, search->n, ic->plugin, path, sizeof(path))) {
+		char dirs[2048];
+		nt_search_text(search, dirs, sizeof(dirs));
+		nt_config_error(&d->cfg, ic->line, NULL,
+				"plugin '%s' not found (searched: %s)", ic->plugin, dirs);
+		return 2;
+	}
+	if (nt_loader_open(path, &inst->lib, why, sizeof(why))) {
+		nt_config_error(&d->cfg, ic->line, NULL, "%s", why);
+		return 2;
+	}
+	if (strcmp(inst->lib.desc.name, ic->plugin) != 0) {
+		nt_config_error(&d->cfg, ic->line, NULL,
+				"%s: the file holds plugin '%s', not '%s'", path,
+				inst->lib.desc.name, ic->plugin);
+		return 2;
+	}
+	snprintf(inst->prefix, sizeof(inst->prefix), "%s:%s",
+		 nt_kind_name(inst->lib.desc.kind), inst->name);
+	if (ic->events_set && inst->lib.desc.kind == NT_KIND_PROBE) {
+		nt_config_error(&d->cfg, nt_config_key_line(ic->group, "events"),
+				inst->name, "events: a probe publishes events, it does not receive them");
+		return 2;
+	}
+	if (nt_config_fill(&d->cfg, ic->group, inst->name, inst->lib.desc.config,
+			   inst->lib.desc.n_config, inst->lib.desc.config_size,
+			   &inst->arena, &inst->config))
+		return 2;
+	return 0;
+}
+
+static int instance_init(struct nt_daemon *d, struct nt_instance *inst)
+{
+	const struct nt_inst_cfg *ic = inst->cfg;
+	int err = inst->lib.desc.init(inst, &nt_host_vtable, inst->config,
+				      &inst->state);
+
+	if (err) {
+		if (inst->config_failed)
+			return 2;
+		instance_fail(inst, "init", err);
+		return ic->required ? 1 : 0;
+	}
+	inst->inited = true;
+	set_state(inst, NT_ST_INITED);
+	if (inst->lib.desc.kind == NT_KIND_SINK && !ic->events_set)
+		nt_bus_subscribe(&d->bus, inst, "*");
+	for (size_t i = 0; i < ic->n_events; i++)
+		nt_bus_subscribe(&d->bus, inst, ic->events[i]);
+	return 0;
+}
+
+static int instance_attach(struct nt_instance *inst)
+{
+	if (inst->st != NT_ST_INITED)
+		return 0;
+	int err = inst->lib.desc.attach(inst->state);
+	if (err) {
+		nt_instance_unwatch(inst);
+		instance_fail(inst, "attach", err);
+		return inst->cfg->required ? 1 : 0;
+	}
+	set_state(inst, NT_ST_ATTACHED);
+	nt_log(NT_LOG_DEBUG, inst->prefix, "attached (%s)", inst->lib.path);
+	return 0;
+}
+
+static void instance_free(struct nt_instance *inst)
+{
+	if (inst->inited)
+		inst->lib.desc.fini(inst->state);
+	nt_arena_free(&inst->arena);
+	nt_loader_close(&inst->lib);
+	free(inst);
+}
+
+/* ------------------------------------------------------------------ */
+/* Building and tearing down the instance set                          */
+/* ------------------------------------------------------------------ */
+
+/* Load every enabled instance of the current config. 0 or 2. */
+static int instances_load(struct nt_daemon *d)
+{
+	struct nt_search search;
+	int status = 0;
+
+	nt_search_build(&search, d->cfg.plugin_dirs, d->cfg.n_plugin_dirs);
+	d->insts = calloc(d->cfg.n_insts ? d->cfg.n_insts : 1, sizeof(*d->insts));
+	for (size_t i = 0; d->insts && i < d->cfg.n_insts; i++) {
+		const struct nt_inst_cfg *ic = &d->cfg.insts[i];
+		if (!ic->enabled)
+			continue;
+		struct nt_instance *inst = instance_new(d, ic);
+		if (!inst)
+			return 1;
+		d->insts[d->n_insts++] = inst;
+		if (instance_load(d, inst, &search))
+			status = 2;
+	}
+	nt_search_free(&search);
+	return d->insts ? status : 1;
+}
+
+/* Init, then attach probes first so sinks and detectors see the first
+ * events; returns 0, 1 (a required plugin failed) or 2 (config error). */
+static int instances_start(struct nt_daemon *d)
+{
+	static const uint32_t attach_order[] = {NT_KIND_SINK, NT_KIND_DETECTOR,
+						NT_KIND_PROBE};
+	int status;
+
+	for (size_t i = 0; i < d->n_insts; i++)
+		if ((status = instance_init(d, d->insts[i])))
+			return status;
+	for (size_t k = 0; k < NT_ARRAY_LEN(attach_order); k++)
+		for (size_t i = 0; i < d->n_insts; i++)
+			if (d->insts[i]->lib.desc.kind == attach_order[k] &&
+			    (status = instance_attach(d->insts[i])))
+				return status;
+	size_t live = 0;
+	for (size_t i = 0; i < d->n_insts; i++)
+		live += d->insts[i]->st == NT_ST_ATTACHED;
+	if (d->n_insts && !live) {
+		nt_log(NT_LOG_ERROR, NULL, "no plugin could be attached");
+		return 1;
+	}
+	return 0;
+}
+
+static void instances_drain(struct nt_daemon *d)
+{
+	/* Probes first, then the core's exit ring, so sinks get everything. */
+	for (int round = 0; round < 4; round++) {
+		int handled = nt_targets_drain(&d->targets);
+		for (size_t i = 0; i < d->n_insts; i++)
+			if (d->insts[i]->lib.desc.kind == NT_KIND_PROBE)
+				handled += nt_instance_drain(d->insts[i]);
+		if (handled <= 0)
+			break;
+	}
+	for (size_t i = 0; i < d->n_insts; i++) {
+		struct nt_instance *inst = d->insts[i];
+		if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, flush))
+			inst->lib.desc.flush(inst->state);
+	}
+}
+
+static void instances_stop(struct nt_daemon *d)
+{
+	static const uint32_t detach_order[] = {NT_KIND_PROBE, NT_KIND_DETECTOR,
+						NT_KIND_SINK};
+
+	instances_drain(d);
+	nt_daemon_sync_self_metrics(d);
+	for (size_t k = 0; k < NT_ARRAY_LEN(detach_order); k++)
+		for (size_t i = 0; i < d->n_insts; i++) {
+			struct nt_instance *inst = d->insts[i];
+			if (inst->lib.desc.kind != detach_order[k])
+				continue;
+			nt_instance_unwatch(inst);
+			if (inst->st == NT_ST_ATTACHED) {
+				inst->lib.desc.detach(inst->state);
+				set_state(inst, NT_ST_DETACHED);
+			}
+		}
+}
+
+static void instances_free(struct nt_daemon *d)
+{
+	for (size_t i = 0; i < d->n_insts; i++) {
+		nt_bus_forget(&d->bus, d->insts[i]);
+		instance_free(d->insts[i]);
+	}
+	free(d->insts);
+	d->insts = NULL;
+	d->n_insts = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Summary                                                             */
+/* ------------------------------------------------------------------ */
+
+static void print_summary(struct nt_daemon *d)
+{
+	double secs = (double)(mono_ns() - d->start_mono_ns) / 1e9;
+
+	fprintf(stderr, "\nntcore: summary after %.1f s\n", secs);
+	fprintf(stderr, "  %-22s %-9s %-11s %12s %12s %10s\n", "instance", "kind",
+		"state", "events in", "events out", "dropped");
+	for (size_t i = 0; i < d->n_insts; i++) {
+		struct nt_instance *inst = d->insts[i];
+		fprintf(stderr, "  %-22s %-9s %-11s %12llu %12llu %10llu\n",
+			inst->name, nt_kind_name(inst->lib.desc.kind),
+			state_name(inst->st), (unsigned long long)inst->events_in,
+			(unsigned long long)inst->events_out,
+			(unsigned long long)__atomic_load_n(&inst->dropped,
+							    __ATOMIC_RELAXED));
+	}
+	fprintf(stderr, "  %-22s %-9s %-11s %12llu %12s %10llu\n", "core", "bus",
+		"-", (unsigned long long)d->core.events_in, "-",
+		(unsigned long long)d->core.dropped);
+	if (d->child > 0 && d->child_exited) {
+		if (WIFEXITED(d->child_status))
+			fprintf(stderr, "  target pid %d exited with status %d\n",
+				(int)d->child, WEXITSTATUS(d->child_status));
+		else if (WIFSIGNALED(d->child_status))
+			fprintf(stderr, "  target pid %d killed by signal %d\n",
+				(int)d->child, WTERMSIG(d->child_status));
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Loop callbacks                                                      */
+/* ------------------------------------------------------------------ */
+
+static void stop_loop(struct nt_daemon *d)
+{
+	ev_break(d->loop, EVBREAK_ALL);
+}
+
+static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct nt_daemon *d = w->data;
+
+	(void)loop;
+	(void)revents;
+	nt_log(NT_LOG_INFO, NULL, "signal %d: draining and stopping", w->signum);
+	stop_loop(d);
+}
+
+static int reload(struct nt_daemon *d);
+
+static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	reload(w->data);
+}
+
+static void on_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+	struct nt_daemon *d = w->data;
+
+	(void)revents;
+	ev_child_stop(loop, w);
+	d->child_exited = true;
+	d->child_status = w->rstatus;
+	nt_log(NT_LOG_DEBUG, NULL, "target pid %d exited; stopping", w->rpid);
+	stop_loop(d);
+}
+
+static void on_duration(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	stop_loop(w->data);
+}
+
+static void on_selfsync(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	nt_daemon_sync_self_metrics(w->data);
+}
+
+static void on_exits(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct nt_daemon *d = w->data;
+
+	(void)loop;
+	(void)revents;
+	nt_targets_drain(&d->targets);
+}
+
+static int publish_exit(void *ctx, void *data, size_t size)
+{
+	struct nt_daemon *d = ctx;
+	const struct nt_event_hdr *ev = data;
+
+	if (size < sizeof(struct nt_proc_exit))
+		return 0;
+	d->core.events_in++;
+	nt_bus_publish(&d->bus, ev);
+	nt_symbolizer_forget(&d->sym, ev->pid);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Start-up, reload, shutdown                                          */
+/* ------------------------------------------------------------------ */
+
+static int reload(struct nt_daemon *d)
+{
+	struct nt_config fresh;
+
+	nt_log(NT_LOG_INFO, NULL, "SIGHUP: reloading %s", d->opt.config_path);
+	if (nt_config_load(&fresh, d->opt.config_path, d->opt.config_text, stderr)) {
+		nt_config_free(&fresh);
+		nt_log(NT_LOG_ERROR, NULL, "reload refused; the running config stays");
+		return -1;
+	}
+	instances_stop(d);
+	instances_free(d);
+	nt_config_free(&d->cfg);
+	d->cfg = fresh;
+	int status = instances_load(d);
+	if (!status)
+		status = instances_start(d);
+	if (status)
+		nt_log(NT_LOG_ERROR, NULL,
+		       "reload: some plugins did not start (see above); the others run");
+	return status ? -1 : 0;
+}
+
+static int setup_targets(struct nt_daemon *d)
+{
+	bool filtered = d->opt.n_pids > 0 || d->opt.argv;
+	char why[512];
+
+	for (size_t i = 0; i < d->opt.n_pids; i++)
+		if (kill((pid_t)d->opt.pids[i], 0) != 0 && errno == ESRCH) {
+			nt_log(NT_LOG_ERROR, NULL, "-p %u: no such process",
+			       d->opt.pids[i]);
+			return 2;
+		}
+	if (nt_targets_open(&d->targets, filtered, d->exit_type, publish_exit, d,
+			    why, sizeof(why))) {
+		nt_log(NT_LOG_ERROR, NULL, "%s", why);
+		return 1;
+	}
+	for (size_t i = 0; i < d->opt.n_pids; i++)
+		nt_targets_add(&d->targets, d->opt.pids[i]);
+	if (d->opt.argv) {
+		d->child = nt_child_spawn(d->opt.argv, &d->child_gate);
+		if (d->child < 0) {
+			nt_log(NT_LOG_ERROR, NULL, "cannot start '%s': %s",
+			       d->opt.argv[0], strerror(errno));
+			return 1;
+		}
+		nt_targets_add(&d->targets, (uint32_t)d->child);
+	}
+	return 0;
+}
+
+static void start_watchers(struct nt_daemon *d)
+{
+	struct ev_loop *loop = d->loop;
+
+	ev_signal_init(&d->sig_int, on_stop_signal, SIGINT);
+	ev_signal_init(&d->sig_term, on_stop_signal, SIGTERM);
+	ev_signal_init(&d->sig_hup, on_hup, SIGHUP);
+	d->sig_int.data = d->sig_term.data = d->sig_hup.data = d;
+	ev_signal_start(loop, &d->sig_int);
+	ev_signal_start(loop, &d->sig_term);
+	ev_signal_start(loop, &d->sig_hup);
+	ev_timer_init(&d->selfsync_timer, on_selfsync, 1.0, 1.0);
+	d->selfsync_timer.data = d;
+	ev_timer_start(loop, &d->selfsync_timer);
+	if (d->opt.duration_s > 0) {
+		ev_timer_init(&d->duration_timer, on_duration, d->opt.duration_s, 0);
+		d->duration_timer.data = d;
+		ev_timer_start(loop, &d->duration_timer);
+	}
+	if (nt_targets_exit_fd(&d->targets) >= 0) {
+		ev_io_init(&d->exits_io, on_exits, nt_targets_exit_fd(&d->targets),
+			   EV_READ);
+		d->exits_io.data = d;
+		ev_io_start(loop, &d->exits_io);
+	}
+	if (d->child > 0) {
+		ev_child_init(&d->child_watch, on_child, d->child, 0);
+		d->child_watch.data = d;
+		ev_child_start(loop, &d->child_watch);
+	}
+}
+
+static int libbpf_to_log(enum libbpf_print_level level, const char *fmt,
+			 va_list ap)
+{
+	/* libbpf's own chatter only with -v; its warnings always. */
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
+{
+	memset(d, 0, sizeof(*d));
+	d->opt = *opt;
+	d->child = -1;
+	d->child_gate = -1;
+	d->start_mono_ns = mono_ns();
+	d->wall_offset_ns = wall_offset();
+	nt_bus_init(&d->bus, deliver);
+	nt_registry_init(&d->reg);
+	nt_symbolizer_init(&d->sym);
+	d->targets.map_fd = -1;
+	d->core.d = d;
+	snprintf(d->core.name, sizeof(d->core.name), "core");
+	snprintf(d->core.prefix, sizeof(d->core.prefix), "core");
+	register_self_metrics(d);
+	d->exit_type = (uint32_t)nt_bus_register(&d->bus, &d->core,
+						 &proc_exit_schema,
+						 &(const char *){NULL});
+	if (!opt->verbose)
+		libbpf_set_print(libbpf_to_log);
+}
+
+static void daemon_fini(struct nt_daemon *d)
+{
+	instances_free(d);
+	nt_targets_close(&d->targets);
+	nt_symbolizer_fini(&d->sym);
+	nt_bus_fini(&d->bus);
+	nt_registry_fini(&d->reg);
+	nt_config_free(&d->cfg);
+	if (d->loop)
+		ev_loop_destroy(d->loop);
+}
+
+/* Stop a child that never got to run, or that outlives a failed start. */
+static void abandon_child(struct nt_daemon *d)
+{
+	if (d->child_gate >= 0) {
+		close(d->child_gate); /* EOF: the child exits without exec */
+		d->child_gate = -1;
+	}
+	if (d->child > 0 && !d->child_exited)
+		waitpid(d->child, NULL, 0);
+}
+
+static int daemon_prepare(struct nt_daemon *d)
+{
+	int status;
+
+	if (nt_config_load(&d->cfg, d->opt.config_path, d->opt.config_text, stderr))
+		return 2;
+	if ((status = instances_load(d)))
+		return status;
+	if (d->opt.check_only) {
+		printf("%s: OK (%zu plugin instance%s)\n", d->opt.config_path,
+		       d->n_insts, d->n_insts == 1 ? "" : "s");
+		return -1;
+	}
+	nt_ensure_tracefs();
+	d->loop = ev_default_loop(EVFLAG_AUTO);
+	if (!d->loop) {
+		nt_log(NT_LOG_ERROR, NULL, "cannot create the event loop");
+		return 1;
+	}
+	if ((status = setup_targets(d)))
+		return status;
+	return instances_start(d);
+}
+
+int nt_daemon_run(const struct nt_options *opt)
+{
+	struct nt_daemon *d = calloc(1, sizeof(*d));
+	int status;
+
+	if (!d)
+		return 1;
+	daemon_init(d, opt);
+	status = daemon_prepare(d);
+	if (status) {
+		abandon_child(d);
+		daemon_fini(d);
+		free(d);
+		return status < 0 ? 0 : status;
+	}
+	start_watchers(d);
+	if (d->child_gate >= 0) {
+		nt_child_release(d->child_gate);
+		d->child_gate = -1;
+	}
+	ev_run(d->loop, 0);
+	instances_stop(d);
+	if (d->child > 0 && !d->child_exited)
+		nt_log(NT_LOG_INFO, NULL, "target pid %d keeps running untraced",
+		       (int)d->child);
+	print_summary(d);
+	daemon_fini(d);
+	free(d);
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon: plugin instances and their lifecycle (load, init, attach, poll,
+ * detach, fini), the host vtable, the libev loop with its signals, the
+ * target child, reload and the end-of-run summary.
+ */
+#ifndef NTCORE_CORE_DAEMON_H
+#define NTCORE_CORE_DAEMON_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bus.h"
+#include "config.h"
+#include "loader.h"
+#include "metrics.h"
+#include "symbolize.h"
+#include "target.h"
+
+#define NT_STR2(x) #x
+#define NT_STR(x) NT_STR2(x)
+#define NT_ABI_TEXT NT_STR(NT_ABI_MAJOR) "." NT_STR(NT_ABI_MINOR)
+
+enum nt_inst_state {
+	NT_ST_LOADED,
+	NT_ST_INITED,
+	NT_ST_ATTACHED,
+	NT_ST_FAILED,
+	NT_ST_DETACHED,
+};
+
+struct nt_watch;
+
+struct nt_instance {
+	struct nt_daemon *d;
+	struct nt_loaded lib;
+	const struct nt_inst_cfg *cfg; /* NULL for the core's own instance */
+	char name[64];
+	char prefix[80]; /* "probe:sched.0" */
+	int log_level;
+	struct nt_arena arena;
+	void *config;
+	void *state;
+	enum nt_inst_state st;
+	struct nt_watch **watches;
+	size_t n_watches;
+	uint64_t events_in, events_out, synced_in, synced_out;
+	uint64_t dropped; /* written from any thread: atomics */
+	uint32_t poll_errors;
+	bool config_failed; /* init reported a config error: exit 2 */
+	bool inited;        /* init succeeded: fini is owed */
+};
+
+struct nt_options {
+	const char *config_path;
+	const char *config_text; /* the embedded default when non-NULL */
+	uint32_t *pids;
+	size_t n_pids;
+	double duration_s;
+	bool verbose;
+	bool check_only;
+	char **argv; /* -- CMD ARGS, NULL-terminated, or NULL */
+};
+
+struct nt_daemon {
+	struct ev_loop *loop;
+	struct nt_options opt;
+	struct nt_config cfg;
+	struct nt_bus bus;
+	struct nt_registry reg;
+	struct nt_targets targets;
+	struct nt_symbolizer sym;
+	struct nt_instance **insts;
+	size_t n_insts;
+	struct nt_instance core; /* publishes proc.exit, owns self-metrics */
+	int64_t wall_offset_ns;
+	uint64_t start_mono_ns;
+	uint32_t exit_type;
+	uint64_t bus_drops_synced;
+	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build;
+	pid_t child;
+	int child_gate;
+	int child_status;
+	bool child_exited;
+	int exit_code;
+	ev_signal sig_int, sig_term, sig_hup;
+	ev_child child_watch;
+	ev_timer duration_timer, selfsync_timer;
+	ev_io exits_io;
+	ev_idle stop_idle;
+};
+
+/* Returns the process exit status (0, 1 runtime failure, 2 usage/config). */
+int nt_daemon_run(const struct nt_options *opt);
+
+/* Print every plugin found in the search path (for --list-plugins). */
+int nt_list_plugins(const struct nt_options *opt);
+/* Print a plugin's config keys (for --help-plugin NAME). */
+int nt_help_plugin(const struct nt_options *opt, const char *name);
+
+#endif

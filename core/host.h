@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef NTCORE_CORE_HOST_H
+#define NTCORE_CORE_HOST_H
+
+#include "daemon.h"
+
+extern const struct nt_host nt_host_vtable;
+
+/* Defined in daemon.c: run the instance's poll op for a ready watch. */
+void nt_instance_poll(struct nt_instance *inst, uint32_t token);
+/* Copy loop-thread counters into the self-metrics (loop thread only). */
+void nt_daemon_sync_self_metrics(struct nt_daemon *d);
+/* Stop and free every watch of an instance. */
+void nt_instance_unwatch(struct nt_instance *inst);
+/* Poll every watched fd until empty; returns records handled. */
+int nt_instance_drain(struct nt_instance *inst);
+
+#endif

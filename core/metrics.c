@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+#include "metrics.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct series {
+	char **labels; /* n_labels strings, one allocation each */
+	uint64_t hash;
+	double value;
+	uint64_t *buckets; /* histograms: n_buckets + 1 counts */
+	uint64_t count;
+	double sum;
+};
+
+struct nt_metric {
+	struct nt_registry *reg;
+	struct nt_metric_desc desc; /* strings below are owned copies */
+	char *name, *help;
+	char **label_names;
+	double *buckets;
+	struct series *series;
+	size_t n_series, cap_series;
+	uint32_t *index; /* open addressing: series position + 1, 0 empty */
+	size_t index_cap;
+	uint64_t overflow;
+};
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+void nt_registry_init(struct nt_registry *reg)
+{
+	memset(reg, 0, sizeof(*reg));
+	pthread_mutex_init(&reg->lock, NULL);
+}
+
+static void series_free(struct nt_metric *m, struct series *s)
+{
+	for (uint32_t i = 0; i < m->desc.n_labels; i++)
+		free(s->labels[i]);
+	free(s->labels);
+	free(s->buckets);
+}
+
+static void family_free(struct nt_metric *m)
+{
+	for (size_t i = 0; i < m->n_series; i++)
+		series_free(m, &m->series[i]);
+	for (uint32_t i = 0; i < m->desc.n_labels; i++)
+		free(m->label_names[i]);
+	free(m->label_names);
+	free(m->series);
+	free(m->index);
+	free(m->buckets);
+	free(m->name);
+	free(m->help);
+	free(m);
+}
+
+void nt_registry_fini(struct nt_registry *reg)
+{
+	for (size_t i = 0; i < reg->n_families; i++)
+		family_free(reg->families[i]);
+	free(reg->families);
+	pthread_mutex_destroy(&reg->lock);
+}
+
+static bool same_shape(const struct nt_metric *m, const struct nt_metric_desc *d)
+{
+	if (m->desc.type != d->type || m->desc.n_labels != d->n_labels)
+		return false;
+	for (uint32_t i = 0; i < d->n_labels; i++)
+		if (strcmp(m->label_names[i], d->label_names[i]) != 0)
+			return false;
+	return true;
+}
+
+static struct nt_metric *family_new(struct nt_registry *reg,
+				    const struct nt_metric_desc *d)
+{
+	struct nt_metric *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->reg = reg;
+	m->desc = *d;
+	m->name = dup_or_empty(d->name);
+	m->help = dup_or_empty(d->help);
+	m->label_names = calloc(d->n_labels + 1, sizeof(char *));
+	m->buckets = calloc(d->n_buckets + 1, sizeof(double));
+	if (!m->name || !m->help || !m->label_names || !m->buckets) {
+		family_free(m);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < d->n_labels; i++)
+		m->label_names[i] = dup_or_empty(d->label_names[i]);
+	if (d->n_buckets)
+		memcpy(m->buckets, d->buckets, d->n_buckets * sizeof(double));
+	m->desc.name = m->name;
+	m->desc.help = m->help;
+	m->desc.label_names = (const char *const *)m->label_names;
+	m->desc.buckets = m->buckets;
+	if (!m->desc.max_series)
+		m->desc.max_series = NT_METRICS_DEFAULT_MAX_SERIES;
+	return m;
+}
+
+static bool valid_name(const char *name)
+{
+	if (!name || !*name || (name[0] >= '0' && name[0] <= '9'))
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == ':'))
+			return false;
+	return true;
+}
+
+static const char *check_desc(const struct nt_metric_desc *d)
+{
+	if (!valid_name(d->name))
+		return "invalid metric name";
+	if (d->type < NT_METRIC_COUNTER || d->type > NT_METRIC_HISTOGRAM)
+		return "invalid metric type";
+	if (d->n_labels && !d->label_names)
+		return "labels declared without names";
+	if (d->n_labels > NT_METRICS_MAX_LABELS)
+		return "too many labels";
+	for (uint32_t i = 0; i < d->n_labels; i++)
+		if (!valid_name(d->label_names[i]) ||
+		    strncmp(d->label_names[i], "__", 2) == 0 ||
+		    strcmp(d->label_names[i], "le") == 0)
+			return "invalid label name";
+	if (d->type == NT_METRIC_HISTOGRAM) {
+		if (!d->n_buckets || !d->buckets)
+			return "histogram without buckets";
+		for (uint32_t i = 1; i < d->n_buckets; i++)
+			if (!(d->buckets[i] > d->buckets[i - 1]))
+				return "histogram buckets not ascending";
+	}
+	return NULL;
+}
+
+struct nt_metric *nt_registry_register(struct nt_registry *reg,
+				       const struct nt_metric_desc *desc,
+				       const char **why)
+{
+	struct nt_metric *found = NULL;
+
+	*why = check_desc(desc);
+	if (*why)
+		return NULL;
+	pthread_mutex_lock(&reg->lock);
+	for (size_t i = 0; i < reg->n_families; i++)
+		if (strcmp(reg->families[i]->name, desc->name) == 0) {
+			found = reg->families[i];
+			break;
+		}
+	if (found) {
+		if (!same_shape(found, desc)) {
+			*why = "a metric of that name exists with another type or labels";
+			found = NULL;
+		}
+		goto out;
+	}
+	if (reg->n_families == reg->cap_families) {
+		size_t cap = reg->cap_families ? reg->cap_families * 2 : 32;
+		struct nt_metric **grown =
+			realloc(reg->families, cap * sizeof(*grown));
+		if (!grown)
+			goto oom;
+		reg->families = grown;
+		reg->cap_families = cap;
+	}
+	found = family_new(reg, desc);
+	if (!found)
+		goto oom;
+	reg->families[reg->n_families++] = found;
+	goto out;
+oom:
+	*why = "out of memory";
+out:
+	pthread_mutex_unlock(&reg->lock);
+	return found;
+}
+
+static uint64_t labels_hash(const struct nt_metric *m, const char *const *labels)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (uint32_t i = 0; i < m->desc.n_labels; i++) {
+		for (const char *p = labels[i] ? labels[i] : ""; *p; p++)
+			h = (h ^ (uint8_t)*p) * 1099511628211ull;
+		h = (h ^ 0xff) * 1099511628211ull;
+	}
+	return h;
+}
+
+static bool labels_equal(const struct nt_metric *m, const struct series *s,
+			 const char *const *labels)
+{
+	for (uint32_t i = 0; i < m->desc.n_labels; i++)
+		if (strcmp(s->labels[i], labels[i] ? labels[i] : "") != 0)
+			return false;
+	return true;
+}
+
+/* Slot in the index holding the series, or the empty slot where it goes. */
+static size_t index_slot(const struct nt_metric *m, uint64_t hash,
+			 const char *const *labels)
+{
+	size_t mask = m->index_cap - 1;
+
+	for (size_t i = hash & mask;; i = (i + 1) & mask) {
+		uint32_t pos = m->index[i];
+		if (!pos)
+			return i;
+		const struct series *s = &m->series[pos - 1];
+		if (s->hash == hash && labels_equal(m, s, labels))
+			return i;
+	}
+}
+
+static int index_rebuild(struct nt_metric *m, size_t cap)
+{
+	uint32_t *index = calloc(cap, sizeof(*index));
+
+	if (!index)
+		return -1;
+	free(m->index);
+	m->index = index;
+	m->index_cap = cap;
+	for (size_t p = 0; p < m->n_series; p++) {
+		size_t mask = cap - 1, i = m->series[p].hash & mask;
+		while (index[i])
+			i = (i + 1) & mask;
+		index[i] = (uint32_t)p + 1;
+	}
+	return 0;
+}
+
+static struct series *series_new(struct nt_metric *m, uint64_t hash,
+				 const char *const *labels)
+{
+	if (m->n_series == m->cap_series) {
+		size_t cap = m->cap_series ? m->cap_series * 2 : 16;
+		struct series *grown = realloc(m->series, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		m->series = grown;
+		m->cap_series = cap;
+	}
+	struct series *s = &m->series[m->n_series];
+	memset(s, 0, sizeof(*s));
+	s->hash = hash;
+	s->labels = calloc(m->desc.n_labels + 1, sizeof(char *));
+	if (!s->labels)
+		return NULL;
+	for (uint32_t i = 0; i < m->desc.n_labels; i++)
+		if (!(s->labels[i] = dup_or_empty(labels[i])))
+			goto fail;
+	if (m->desc.type == NT_METRIC_HISTOGRAM &&
+	    !(s->buckets = calloc(m->desc.n_buckets + 1, sizeof(uint64_t))))
+		goto fail;
+	m->n_series++;
+	return s;
+fail:
+	series_free(m, s);
+	return NULL;
+}
+
+/* Find or create a series; NULL when the family is at its bound (counted). */
+static struct series *series_get(struct nt_metric *m, const char *const *labels,
+				 bool create)
+{
+	static const char *const no_labels[NT_METRICS_MAX_LABELS] = {0};
+	uint64_t hash;
+
+	if (!labels)
+		labels = no_labels;
+	hash = labels_hash(m, labels);
+	if ((m->n_series + 1) * 2 > m->index_cap &&
+	    index_rebuild(m, m->index_cap ? m->index_cap * 2 : 32) < 0)
+		return NULL;
+	size_t slot = index_slot(m, hash, labels);
+	if (m->index[slot])
+		return &m->series[m->index[slot] - 1];
+	if (!create)
+		return NULL;
+	if (m->n_series >= m->desc.max_series) {
+		m->overflow++;
+		return NULL;
+	}
+	struct series *s = series_new(m, hash, labels);
+	if (s)
+		m->index[slot] = (uint32_t)m->n_series;
+	return s;
+}
+
+void nt_metric_add(struct nt_metric *m, const char *const *labels, double delta)
+{
+	pthread_mutex_lock(&m->reg->lock);
+	struct series *s = series_get(m, labels, true);
+	if (s)
+		s->value += delta;
+	pthread_mutex_unlock(&m->reg->lock);
+}
+
+void nt_metric_set(struct nt_metric *m, const char *const *labels, double value)
+{
+	pthread_mutex_lock(&m->reg->lock);
+	struct series *s = series_get(m, labels, true);
+	if (s)
+		s->value = value;
+	pthread_mutex_unlock(&m->reg->lock);
+}
+
+void nt_metric_observe(struct nt_metric *m, const char *const *labels,
+		       double value)
+{
+	if (m->desc.type != NT_METRIC_HISTOGRAM)
+		return;
+	pthread_mutex_lock(&m->reg->lock);
+	struct series *s = series_get(m, labels, true);
+	if (s) {
+		uint32_t b = 0;
+		while (b < m->desc.n_buckets && value > m->buckets[b])
+			b++;
+		s->buckets[b]++;
+		s->count++;
+		s->sum += value;
+	}
+	pthread_mutex_unlock(&m->reg->lock);
+}
+
+void nt_metric_hist_set(struct nt_metric *m, const char *const *labels,
+			const uint64_t *counts, double sum)
+{
+	if (m->desc.type != NT_METRIC_HISTOGRAM)
+		return;
+	pthread_mutex_lock(&m->reg->lock);
+	struct series *s = series_get(m, labels, true);
+	if (s) {
+		s->count = 0;
+		for (uint32_t b = 0; b <= m->desc.n_buckets; b++) {
+			s->buckets[b] = counts[b];
+			s->count += counts[b];
+		}
+		s->sum = sum;
+	}
+	pthread_mutex_unlock(&m->reg->lock);
+}
+
+void nt_metric_remove(struct nt_metric *m, const char *const *labels)
+{
+	pthread_mutex_lock(&m->reg->lock);
+	struct series *s = series_get(m, labels, false);
+	if (s) {
+		size_t pos = (size_t)(s - m->series);
+		series_free(m, s);
+		m->series[pos] = m->series[--m->n_series];
+		index_rebuild(m, m->index_cap);
+	}
+	pthread_mutex_unlock(&m->reg->lock);
+}
+
+double nt_metric_value(struct nt_metric *m, const char *const *labels)
+{
+	double v = 0;
+
+	pthread_mutex_lock(&m->reg->lock);
+	struct series *s = series_get(m, labels, false);
+	if (s)
+		v = m->desc.type == NT_METRIC_HISTOGRAM ? (double)s->count
+							: s->value;
+	pthread_mutex_unlock(&m->reg->lock);
+	return v;
+}
+
+uint64_t nt_metric_overflow(struct nt_metric *m)
+{
+	pthread_mutex_lock(&m->reg->lock);
+	uint64_t n = m->overflow;
+	pthread_mutex_unlock(&m->reg->lock);
+	return n;
+}
+
+size_t nt_metric_series_count(struct nt_metric *m)
+{
+	pthread_mutex_lock(&m->reg->lock);
+	size_t n = m->n_series;
+	pthread_mutex_unlock(&m->reg->lock);
+	return n;
+}
+
+int nt_registry_visit(struct nt_registry *reg, nt_metric_visit_fn fn, void *arg)
+{
+	struct nt_metric_series *view = NULL;
+	size_t view_cap = 0;
+	int stop = 0;
+
+	pthread_mutex_lock(&reg->lock);
+	for (size_t f = 0; f < reg->n_families && !stop; f++) {
+		struct nt_metric *m = reg->families[f];
+		if (m->n_series > view_cap) {
+			struct nt_metric_series *grown =
+				realloc(view, m->n_series * sizeof(*grown));
+			if (!grown) {
+				stop = -1;
+				break;
+			}
+			view = grown;
+			view_cap = m->n_series;
+		}
+		for (size_t i = 0; i < m->n_series; i++) {
+			const struct series *s = &m->series[i];
+			view[i] = (struct nt_metric_series){
+				.label_values = (const char *const *)s->labels,
+				.value = s->value,
+				.bucket_counts = s->buckets,
+				.count = s->count,
+				.sum = s->sum,
+			};
+		}
+		stop = fn(arg, &m->desc, view, (uint32_t)m->n_series, m->overflow);
+	}
+	pthread_mutex_unlock(&reg->lock);
+	free(view);
+	return stop < 0 ? -1 : 0;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+#include "target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/follow.h"
+#include "follow.bpf.skel.h"
+
+#define NT_TARGETS_MAX 16384 /* must match core/bpf/common.bpf.h */
+
+static bool tp_btf_works(void)
+{
+	/* tp_btf needs the kernel's BTF; without it use raw tracepoints. */
+	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+static int load_follow(struct nt_targets *t, uint32_t exit_type, char *why,
+		       size_t why_len)
+{
+	bool btf = tp_btf_works();
+	int err;
+
+	t->skel = follow_bpf__open();
+	if (!t->skel) {
+		snprintf(why, why_len, "cannot open the follow BPF object: %s",
+			 strerror(errno));
+		return -1;
+	}
+	t->skel->rodata->exit_type = exit_type;
+	t->skel->rodata->nt_filter_on = true;
+	bpf_program__set_autoload(t->skel->progs.follow_fork_btf, btf);
+	bpf_program__set_autoload(t->skel->progs.follow_exit_btf, btf);
+	bpf_program__set_autoload(t->skel->progs.follow_fork_raw, !btf);
+	bpf_program__set_autoload(t->skel->progs.follow_exit_raw, !btf);
+	if ((err = bpf_map__reuse_fd(t->skel->maps.nt_targets, t->map_fd)) ||
+	    (err = follow_bpf__load(t->skel)) || (err = follow_bpf__attach(t->skel))) {
+		snprintf(why, why_len,
+			 "cannot load the fork-following BPF program: %s (run as root, or with CAP_BPF and CAP_PERFMON)",
+			 strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
+		    nt_exit_fn on_exit, void *ctx, char *why, size_t why_len)
+{
+	memset(t, 0, sizeof(*t));
+	t->map_fd = -1;
+	t->filtered = filtered;
+	if (!filtered)
+		return 0;
+	t->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "nt_targets",
+				   sizeof(uint32_t), sizeof(uint8_t),
+				   NT_TARGETS_MAX, NULL);
+	if (t->map_fd < 0) {
+		snprintf(why, why_len,
+			 "cannot create the target BPF map: %s (run as root, or with CAP_BPF)",
+			 strerror(errno));
+		return -1;
+	}
+	if (load_follow(t, exit_type, why, why_len))
+		return -1;
+	t->exits = ring_buffer__new(bpf_map__fd(t->skel->maps.exits), on_exit,
+				    ctx, NULL);
+	if (!t->exits) {
+		snprintf(why, why_len, "cannot open the exit ring buffer: %s",
+			 strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int nt_targets_add(struct nt_targets *t, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	if (!t->filtered)
+		return 0;
+	if (t->n_pids == t->cap_pids) {
+		size_t cap = t->cap_pids ? t->cap_pids * 2 : 8;
+		uint32_t *grown = realloc(t->pids, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		t->pids = grown;
+		t->cap_pids = cap;
+	}
+	if (bpf_map_update_elem(t->map_fd, &pid, &one, BPF_ANY) < 0)
+		return -errno;
+	t->pids[t->n_pids++] = pid;
+	return 0;
+}
+
+bool nt_targets_contains(const struct nt_targets *t, uint32_t pid)
+{
+	uint8_t v;
+
+	if (!t->filtered)
+		return true;
+	return bpf_map_lookup_elem(t->map_fd, &pid, &v) == 0;
+}
+
+int nt_targets_exit_fd(const struct nt_targets *t)
+{
+	return t->exits ? ring_buffer__epoll_fd(t->exits) : -1;
+}
+
+int nt_targets_drain(struct nt_targets *t)
+{
+	return t->exits ? ring_buffer__consume(t->exits) : 0;
+}
+
+void nt_targets_close(struct nt_targets *t)
+{
+	ring_buffer__free(t->exits);
+	follow_bpf__destroy(t->skel);
+	if (t->map_fd >= 0)
+		close(t->map_fd);
+	free(t->pids);
+	memset(t, 0, sizeof(*t));
+	t->map_fd = -1;
+}
+
+pid_t nt_child_spawn(char *const argv[], int *gate_fd)
+{
+	int gate[2];
+	pid_t pid;
+
+	if (pipe2(gate, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(gate[0]);
+		close(gate[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		char byte;
+
+		close(gate[1]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		/* Wait until every probe is attached; EOF without a byte means
+		 * the daemon gave up, so do not run the command. */
+		if (read(gate[0], &byte, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "ntcore: cannot run '%s': %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	close(gate[0]);
+	*gate_fd = gate[1];
+	return pid;
+}
+
+void nt_child_release(int gate_fd)
+{
+	char go = 'g';
+
+	if (write(gate_fd, &go, 1) != 1)
+		perror("ntcore: releasing the child");
+	close(gate_fd);
+}
+
+void nt_ensure_tracefs(void)
+{
+	struct stat st;
+
+	if (stat("/sys/kernel/tracing/events", &st) == 0)
+		return;
+	/* Best effort: BTF tracepoints need no tracefs, classic ones do. */
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0 &&
+	    stat("/sys/kernel/debug/tracing/events", &st) != 0)
+		fprintf(stderr,
+			"ntcore: warning: tracefs is not mounted and could not be mounted: %s\n",
+			strerror(errno));
+}

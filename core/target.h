@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The target set: host-wide, or a set of processes (from -p and the -- CMD
+ * child) held in a BPF hash map that every probe reuses by fd and that the
+ * core's follow program keeps up to date across forks and exits.
+ */
+#ifndef NTCORE_CORE_TARGET_H
+#define NTCORE_CORE_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct follow_bpf;
+struct ring_buffer;
+
+typedef int (*nt_exit_fn)(void *ctx, void *data, size_t size);
+
+struct nt_targets {
+	bool filtered;     /* false: host-wide */
+	int map_fd;        /* -1 when host-wide */
+	struct follow_bpf *skel;
+	struct ring_buffer *exits;
+	uint32_t *pids;    /* the pids given at start (for target_pids) */
+	size_t n_pids, cap_pids;
+};
+
+/* Create the map and load the follow program when `filtered`. exit_type is
+ * the proc.exit type id; on_exit receives its records. */
+int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
+		    nt_exit_fn on_exit, void *ctx, char *why, size_t why_len);
+int nt_targets_add(struct nt_targets *t, uint32_t pid);
+bool nt_targets_contains(const struct nt_targets *t, uint32_t pid);
+/* Epoll fd of the exit ring buffer, -1 when host-wide. */
+int nt_targets_exit_fd(const struct nt_targets *t);
+int nt_targets_drain(struct nt_targets *t);
+void nt_targets_close(struct nt_targets *t);
+
+/* Fork a child that waits at a gate, then execs argv. Returns its pid and the
+ * gate's write end in *gate_fd, or -1. */
+pid_t nt_child_spawn(char *const argv[], int *gate_fd);
+/* Let the child exec (closes the gate). */
+void nt_child_release(int gate_fd);
+
+/* Mount tracefs at /sys/kernel/tracing when absent (classic tracepoints). */
+void nt_ensure_tracefs(void);
+
+#endif
