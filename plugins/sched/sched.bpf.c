@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * sched probe, kernel side: per-thread on-CPU / off-CPU time, run-queue
+ * latency, context switches and migrations, aggregated in maps and filtered
+ * to the target set.
+ *
+ * Every program exists twice, as a BTF tracepoint (tp_btf, preferred) and as
+ * a raw tracepoint (raw_tp, fallback); the user side picks one set at run time
+ * with bpf_program__set_autoload(). Both bodies read task fields with CO-RE
+ * (probe reads), so they are the same code.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "common.bpf.h"
+#include "sched.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Set before load by the user side. */
+const volatile __u32 switch_type = 0;   /* sched.switch type id */
+const volatile bool switch_events = false;
+const volatile bool hist_global = false; /* one histogram, key 0 */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* max_threads, set before load */
+	__type(key, __u32);         /* tid */
+	__type(value, struct sched_tstat);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);  /* max_processes, set before load */
+	__type(key, __u32);         /* tgid, 0 = all / overflow */
+	__type(value, struct sched_hist);
+} hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024); /* ringbuf_kb, set before load */
+} events SEC(".maps");
+
+/* Inserts refused because `threads` or `hists` was full, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} map_full SEC(".maps");
+
+static const struct sched_hist zero_hist;
+
+/* Kernels before 5.14 call it `state`. */
+struct task_struct___o {
+	volatile long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return (__u32)BPF_CORE_READ((struct task_struct___o *)t, state);
+}
+
+static __always_inline void count_full(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&map_full, &zero);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+/* The thread's entry; created when `create` and the thread is not exiting
+ * (an exiting thread was flushed by sched_process_exit and must not come
+ * back). */
+static __always_inline struct sched_tstat *
+thread_get(struct task_struct *t, __u32 tid, __u32 tgid, bool create)
+{
+	struct sched_tstat *s = bpf_map_lookup_elem(&threads, &tid);
+	struct sched_tstat init = {};
+	long err;
+
+	if (s && s->tgid == tgid)
+		return s;
+	if (!create || (BPF_CORE_READ(t, flags) & SCHED_PF_EXITING))
+		return NULL;
+	/* New, or a stale entry of a reused tid: start over. */
+	init.tgid = tgid;
+	init.tid = tid;
+	init.first_ts = bpf_ktime_get_ns();
+	bpf_core_read_str(init.comm, sizeof(init.comm), &t->comm);
+	err = bpf_map_update_elem(&threads, &tid, &init, s ? BPF_ANY : BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: raced with another CPU */) {
+		count_full();
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+static __always_inline void hist_add(__u32 tgid, __u64 wait)
+{
+	__u32 key = hist_global ? 0 : tgid;
+	struct sched_hist *h = bpf_map_lookup_elem(&hists, &key);
+	__u32 slot;
+
+	if (!h) {
+		if (bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST) &&
+		    key) {
+			/* Full: count it under key 0 ("other"). */
+			count_full();
+			key = 0;
+			bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
+		}
+		h = bpf_map_lookup_elem(&hists, &key);
+		if (!h)
+			return;
+	}
+	slot = sched_hist_slot(wait);
+	if (slot < SCHED_HIST_SLOTS)
+		__sync_fetch_and_add(&h->slots[slot], 1);
+	__sync_fetch_and_add(&h->sum_ns, wait);
+}
+
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next)
+{
+	__u32 ptgid = BPF_CORE_READ(prev, tgid), ntgid = BPF_CORE_READ(next, tgid);
+	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
+	bool pok = ptid && nt_target_ok(ptgid);
+	bool nok = ntid && nt_target_ok(ntgid);
+	__u64 now, slice = 0, wait = 0;
+	__u32 cpu, state = 0;
+	struct sched_tstat *s;
+	struct sched_switch_ev *ev;
+
+	if (!pok && !nok)
+		return 0;
+	now = bpf_ktime_get_ns();
+	cpu = bpf_get_smp_processor_id();
+	if (pok) {
+		state = task_state(prev);
+		s = thread_get(prev, ptid, ptgid, true);
+		if (s) {
+			if (s->on_ts && now > s->on_ts)
+				slice = now - s->on_ts;
+			/* Preempted, or its sleep was cancelled (state back to
+			 * running): it stays queued, an involuntary switch. */
+			sched_acct_out(s, now, preempt || state == 0);
+			/* exec renames; keep the name current. */
+			bpf_core_read_str(s->comm, sizeof(s->comm), &prev->comm);
+		}
+	}
+	if (nok) {
+		s = thread_get(next, ntid, ntgid, true);
+		if (s && sched_acct_in(s, now, cpu, &wait))
+			hist_add(ntgid, wait);
+	}
+	if (!switch_events)
+		return 0;
+	ev = nt_reserve(&events, sizeof(*ev));
+	if (!ev)
+		return 0;
+	nt_hdr_current(&ev->hdr, switch_type, sizeof(*ev));
+	ev->hdr.ts_ns = now;
+	ev->prev_oncpu_ns = slice;
+	ev->next_runq_ns = wait;
+	ev->next_pid = ntgid;
+	ev->next_tid = ntid;
+	bpf_core_read_str(ev->next_comm, sizeof(ev->next_comm), &next->comm);
+	ev->cpu = cpu;
+	ev->prev_state = pok ? state : task_state(prev);
+	ev->preempt = preempt;
+	__builtin_memset(ev->pad, 0, sizeof(ev->pad));
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+static __always_inline int on_wakeup(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct sched_tstat *s;
+
+	if (!nt_target_ok(tgid) || !tid)
+		return 0;
+	s = thread_get(p, tid, tgid, true);
+	if (s)
+		sched_acct_wake(s, bpf_ktime_get_ns());
+	return 0;
+}
+
+static __always_inline int on_migrate(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct sched_tstat *s;
+
+	if (!nt_target_ok(tgid) || !tid)
+		return 0;
+	s = thread_get(p, tid, tgid, true);
+	if (s)
+		__sync_fetch_and_add(&s->migrations, 1);
+	return 0;
+}
+
+/*
+ * A thread exits: send its final totals and forget it. The thread map holds
+ * only threads that passed the target filter, so its lookup is the filter
+ * here (the core may already have dropped the process from nt_targets); the
+ * target map is still asked for the process-gone notice of untracked
+ * threads.
+ */
+static __always_inline int on_exit(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	struct sched_tstat *s = bpf_map_lookup_elem(&threads, &tid);
+	/* do_exit() decrements signal->live before this tracepoint. */
+	bool group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
+	struct sched_exit_rec *rec;
+	__u64 now, on, off;
+
+	if (s && s->tgid != tgid)
+		s = NULL;
+	if (!s && !(group_dead && nt_target_ok(tgid)))
+		return 0;
+	now = bpf_ktime_get_ns();
+	rec = nt_reserve(&events, sizeof(*rec));
+	if (rec) {
+		rec->hdr.type = SCHED_REC_EXIT;
+		rec->hdr.size = sizeof(*rec);
+		rec->hdr.ts_ns = now;
+		rec->hdr.pid = tgid;
+		rec->hdr.tid = tid;
+		bpf_core_read_str(rec->hdr.comm, sizeof(rec->hdr.comm), &p->comm);
+		if (s) {
+			__builtin_memcpy(&rec->st, s, sizeof(rec->st));
+			sched_acct_now(s, now, &on, &off);
+			rec->st.oncpu_ns = on;
+			rec->st.offcpu_ns = off;
+			rec->st.on_ts = 0;
+			rec->st.off_ts = 0;
+			rec->st.wake_ts = 0;
+			rec->has_stats = 1;
+		} else {
+			__builtin_memset(&rec->st, 0, sizeof(rec->st));
+			rec->has_stats = 0;
+		}
+		rec->group_dead = group_dead;
+		__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+		bpf_ringbuf_submit(rec, 0);
+	}
+	if (s)
+		bpf_map_delete_elem(&threads, &tid);
+	return 0;
+}
+
+/* ---- BTF tracepoints ---------------------------------------------- */
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(sched_migrate_task_btf, struct task_struct *p)
+{
+	return on_migrate(p);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_process_exit_btf, struct task_struct *p)
+{
+	return on_exit(p);
+}
+
+/* ---- raw tracepoints (fallback) ----------------------------------- */
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return on_switch(preempt, prev, next);
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
+{
+	return on_wakeup(p);
+}
+
+SEC("raw_tp/sched_migrate_task")
+int BPF_PROG(sched_migrate_task_raw, struct task_struct *p)
+{
+	return on_migrate(p);
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(sched_process_exit_raw, struct task_struct *p)
+{
+	return on_exit(p);
+}
