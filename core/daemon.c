@@ -259,7 +259,8 @@ static int instance_attach(struct nt_instance *inst)
 		return inst->cfg->required ? 1 : 0;
 	}
 	set_state(inst, NT_ST_ATTACHED);
-	nt_log(NT_LOG_DEBUG, inst->prefix, "attached (%s)", inst->lib.path);
+	if (inst->log_level >= NT_LOG_DEBUG)
+		nt_log(NT_LOG_DEBUG, inst->prefix, "attached (%s)", inst->lib.path);
 	return 0;
 }
 
@@ -336,6 +337,8 @@ static void instances_drain(struct nt_daemon *d)
 		if (handled <= 0)
 			break;
 	}
+	/* Sinks that print the self-metrics at flush see final numbers. */
+	nt_daemon_sync_self_metrics(d);
 	for (size_t i = 0; i < d->n_insts; i++) {
 		struct nt_instance *inst = d->insts[i];
 		if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, flush))
@@ -349,7 +352,6 @@ static void instances_stop(struct nt_daemon *d)
 						NT_KIND_SINK};
 
 	instances_drain(d);
-	nt_daemon_sync_self_metrics(d);
 	for (size_t k = 0; k < NT_ARRAY_LEN(detach_order); k++)
 		for (size_t i = 0; i < d->n_insts; i++) {
 			struct nt_instance *inst = d->insts[i];
@@ -443,7 +445,8 @@ static void on_child(struct ev_loop *loop, ev_child *w, int revents)
 	ev_child_stop(loop, w);
 	d->child_exited = true;
 	d->child_status = w->rstatus;
-	nt_log(NT_LOG_DEBUG, NULL, "target pid %d exited; stopping", w->rpid);
+	if (d->opt.verbose)
+		nt_log(NT_LOG_DEBUG, NULL, "target pid %d exited; stopping", w->rpid);
 	stop_loop(d);
 }
 

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The file sink: JSON Lines (one object per event; metric series too when
+ * `metrics = true`) or folded stacks, with size-based rotation. Lines are
+ * built in memory and written whole, so a reader never sees half a line,
+ * and the flush op on shutdown leaves a complete file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jsonl.h"
+#include "ntcore/plugin.h"
+
+struct file_cfg {
+	const char *path;
+	const char *format;
+	int64_t max_size_mb;
+	int64_t max_files;
+	bool metrics;
+	int64_t interval;
+	int64_t buffer_kb;
+};
+
+static const char *const formats[] = {"jsonl", "folded", NULL};
+
+static const struct nt_cfg_key file_keys[] = {
+	{.key = "path", .type = NT_CFG_STRING, .offset = offsetof(struct file_cfg, path),
+	 .def = "\"ntcore-events.jsonl\"", .min = 1, .max = 0,
+	 .desc = "output file (relative paths are relative to the working directory)"},
+	{.key = "format", .type = NT_CFG_STRING, .offset = offsetof(struct file_cfg, format),
+	 .def = "\"jsonl\"", .min = 1, .max = 0, .choices = formats,
+	 .desc = "jsonl: one JSON object per event; folded: 'frames count' lines of events with a stack and a count"},
+	{.key = "max_size_mb", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, max_size_mb),
+	 .def = "100", .min = 0, .max = 1 << 20,
+	 .desc = "rotate when the file would pass this size (0: never)"},
+	{.key = "max_files", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, max_files),
+	 .def = "5", .min = 1, .max = 1000, .desc = "rotated files kept: PATH.1 (newest) .. PATH.N"},
+	{.key = "metrics", .type = NT_CFG_BOOL, .offset = offsetof(struct file_cfg, metrics),
+	 .def = "false", .min = 1, .max = 0,
+	 .desc = "also write every metric series each interval and at exit (type \"metric\")"},
+	{.key = "interval", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, interval),
+	 .def = "5", .min = 1, .max = 86400, .desc = "seconds between flushes and metric snapshots"},
+	{.key = "buffer_kb", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, buffer_kb),
+	 .def = "256", .min = 4, .max = 65536, .desc = "write when this much is buffered"},
+};
+
+static const char *const path_label[] = {"instance"};
+
+static const struct nt_metric_desc bytes_desc = {
+	.name = "ntcore_file_written_bytes_total",
+	.help = "Bytes the file sink wrote", .type = NT_METRIC_COUNTER,
+	.n_labels = 1, .label_names = path_label};
+static const struct nt_metric_desc rotations_desc = {
+	.name = "ntcore_file_rotations_total",
+	.help = "Times the file sink rotated its file", .type = NT_METRIC_COUNTER,
+	.n_labels = 1, .label_names = path_label};
+
+struct file_sink {
+	struct nt_instance *inst;
+	const struct nt_host *host;
+	const struct file_cfg *cfg;
+	bool folded;
+	int fd;
+	uint64_t size;      /* bytes in the current file */
+	struct nt_buf buf;  /* whole lines only */
+	uint64_t buf_lines;
+	bool write_failed;  /* logged once */
+	struct nt_metric *m_bytes, *m_rotations;
+};
+
+static int open_output(struct file_sink *fs)
+{
+	struct stat st;
+
+	fs->fd = open(fs->cfg->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fs->fd < 0)
+		return -errno;
+	fs->size = fstat(fs->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	return 0;
+}
+
+static void rotate(struct file_sink *fs)
+{
+	char from[4096], to[4096];
+
+	close(fs->fd);
+	fs->fd = -1;
+	for (int64_t i = fs->cfg->max_files; i >= 1; i--) {
+		if (i == 1)
+			snprintf(from, sizeof(from), "%s", fs->cfg->path);
+		else
+			snprintf(from, sizeof(from), "%s.%lld", fs->cfg->path, (long long)(i - 1));
+		snprintf(to, sizeof(to), "%s.%lld", fs->cfg->path, (long long)i);
+		rename(from, to); /* a missing older file is fine */
+	}
+	const char *label[1] = {fs->host->instance_name(fs->inst)};
+	fs->host->metric_add(fs->m_rotations, label, 1);
+	int err = open_output(fs);
+	if (err)
+		fs->host->log(fs->inst, NT_LOG_ERROR, "cannot reopen %s after rotation: %s",
+			      fs->cfg->path, strerror(-err));
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void flush_buffer(struct file_sink *fs)
+{
+	uint64_t max = (uint64_t)fs->cfg->max_size_mb << 20;
+	int err = -EBADF;
+
+	if (!fs->buf.len)
+		return;
+	if (max && fs->size && fs->size + fs->buf.len > max)
+		rotate(fs);
+	if (fs->fd >= 0)
+		err = write_all(fs->fd, fs->buf.p, fs->buf.len);
+	if (err) {
+		fs->host->count_drop(fs->inst, "file", fs->buf_lines);
+		if (!fs->write_failed)
+			fs->host->log(fs->inst, NT_LOG_ERROR,
+				      "writing %s failed: %s; lines are counted as dropped",
+				      fs->cfg->path, strerror(-err));
+		fs->write_failed = true;
+	} else {
+		const char *label[1] = {fs->host->instance_name(fs->inst)};
+		fs->size += fs->buf.len;
+		fs->host->metric_add(fs->m_bytes, label, (double)fs->buf.len);
+		fs->write_failed = false;
+	}
+	fs->buf.len = 0;
+	fs->buf_lines = 0;
+	fs->buf.oom = 0;
+}
+
+static int visit_metric(void *arg, const struct nt_metric_desc *desc,
+			const struct nt_metric_series *series, uint32_t n,
+			uint64_t overflow)
+{
+	struct file_sink *fs = arg;
+	struct timespec now;
+
+	(void)overflow;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t wall = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	nt_jsonl_metric(&fs->buf, wall, desc, series, n);
+	fs->buf_lines += n;
+	return 0;
+}
+
+static void write_metrics(struct file_sink *fs)
+{
+	if (fs->cfg->metrics && !fs->folded)
+		fs->host->metrics_visit(fs->inst, visit_metric, fs);
+}
+
+static int file_init(struct nt_instance *inst, const struct nt_host *host,
+		     const void *config, void **state)
+{
+	struct file_sink *fs = calloc(1, sizeof(*fs));
+
+	if (!fs)
+		return -ENOMEM;
+	fs->inst = inst;
+	fs->host = host;
+	fs->cfg = config;
+	fs->fd = -1;
+	fs->folded = strcmp(fs->cfg->format, "folded") == 0;
+	if (!*fs->cfg->path) {
+		free(fs);
+		return host->config_error(inst, "path", "must not be empty");
+	}
+	fs->m_bytes = host->metric_register(inst, &bytes_desc);
+	fs->m_rotations = host->metric_register(inst, &rotations_desc);
+	*state = fs;
+	return 0;
+}
+
+static int file_attach(void *state)
+{
+	struct file_sink *fs = state;
+	int err = open_output(fs);
+
+	if (err) {
+		fs->host->log(fs->inst, NT_LOG_ERROR, "cannot open %s: %s", fs->cfg->path,
+			      strerror(-err));
+		return err;
+	}
+	return fs->host->add_timer(fs->inst, (uint64_t)fs->cfg->interval * 1000, 0);
+}
+
+static int file_poll(void *state, uint32_t token, uint32_t budget)
+{
+	struct file_sink *fs = state;
+
+	(void)token;
+	(void)budget;
+	write_metrics(fs);
+	flush_buffer(fs);
+	return 0;
+}
+
+static void file_consume(void *state, const struct nt_event_hdr *ev,
+			 const struct nt_schema *schema)
+{
+	struct file_sink *fs = state;
+	size_t before = fs->buf.len;
+
+	if (fs->folded) {
+		if (nt_folded_event(&fs->buf, ev, schema) == 0)
+			fs->buf_lines++;
+	} else {
+		nt_jsonl_event(&fs->buf, ev, schema, fs->host->wall_ns(fs->inst, ev->ts_ns));
+		fs->buf_lines++;
+	}
+	if (fs->buf.oom) {
+		/* Drop the partial line, keep the whole ones. */
+		fs->buf.len = before;
+		fs->buf.oom = 0;
+		fs->buf_lines--;
+		fs->host->count_drop(fs->inst, "file", 1);
+	}
+	if (fs->buf.len >= (size_t)fs->cfg->buffer_kb * 1024)
+		flush_buffer(fs);
+}
+
+static void file_flush(void *state)
+{
+	struct file_sink *fs = state;
+
+	write_metrics(fs);
+	flush_buffer(fs);
+	if (fs->fd >= 0)
+		fsync(fs->fd);
+}
+
+static void file_detach(void *state)
+{
+	struct file_sink *fs = state;
+
+	flush_buffer(fs);
+	if (fs->fd >= 0)
+		close(fs->fd);
+	fs->fd = -1;
+}
+
+static void file_fini(void *state)
+{
+	struct file_sink *fs = state;
+
+	nt_buf_free(&fs->buf);
+	free(fs);
+}
+
+NT_PLUGIN_EXPORT = {
+	NT_PLUGIN_HEADER,
+	.name = "file",
+	.kind = NT_KIND_SINK,
+	.description = "JSON Lines (or folded stacks) to a file, with size-based rotation",
+	.version = "1.0",
+	.config = file_keys,
+	.n_config = NT_ARRAY_LEN(file_keys),
+	.config_size = sizeof(struct file_cfg),
+	.init = file_init,
+	.attach = file_attach,
+	.poll = file_poll,
+	.detach = file_detach,
+	.fini = file_fini,
+	.consume = file_consume,
+	.flush = file_flush,
+};
