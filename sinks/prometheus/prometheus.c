@@ -335,6 +335,14 @@ static int prom_attach(void *state)
 			      "cannot start the HTTP server on %s", st->bound);
 		return -EIO;
 	}
+	/* Unlabelled self-metrics exist from the start (0, not absent). */
+	{
+		static const uint64_t zero[NT_ARRAY_LEN(duration_buckets) + 1];
+
+		st->host->metric_add(st->m_scrapes, NULL, 0);
+		st->host->metric_add(st->m_errors, NULL, 0);
+		st->host->metric_hist_set(st->m_duration, NULL, zero, 0);
+	}
 	st->host->log(st->inst, NT_LOG_INFO, "serving metrics on http://%s%s",
 		      st->bound, st->path);
 	return 0;

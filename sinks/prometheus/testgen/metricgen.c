@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <ntcore/plugin.h>
 
@@ -25,6 +27,7 @@ struct mg_config {
 	int64_t max_series;
 	const char *label_prefix;
 	const char *help;
+	int64_t publish;
 };
 
 static const char *const kinds[] = { "counter", "gauge", "histogram", "mixed",
@@ -65,7 +68,31 @@ static const struct nt_cfg_key mg_keys[] = {
 	  .offset = offsetof(struct mg_config, help),
 	  .def = "\"Synthetic series from the metric generator.\"",
 	  .min = 1, .max = 0, .desc = "HELP text of every family" },
+	{ .key = "publish", .type = NT_CFG_INT,
+	  .offset = offsetof(struct mg_config, publish), .def = "0",
+	  .min = 0, .max = 100000000,
+	  .desc = "metricgen.tick events to publish once, 100 ms after attach "
+		  "(so the core's ntcore_events_in_total has a known value)" },
 };
+
+struct mg_tick {
+	struct nt_event_hdr hdr;
+	uint64_t seq;
+};
+
+static const struct nt_field tick_fields[] = {
+	NT_FIELD(struct mg_tick, seq, NT_F_U64, "count", "0, 1, 2, ..."),
+};
+
+static const struct nt_schema tick_schema = {
+	.name = "metricgen.tick",
+	.desc = "synthetic event (Prometheus sink tests)",
+	.fields = tick_fields,
+	.n_fields = NT_ARRAY_LEN(tick_fields),
+	.min_size = sizeof(struct mg_tick),
+};
+
+enum { TOK_UPDATE = 1, TOK_PUBLISH = 2 };
 
 static const char *const label_names[] = { "l0", "l1", "l2", "l3",
 					   "l4", "l5", "l6", "l7" };
@@ -80,6 +107,8 @@ struct mg {
 	struct nt_metric_desc *desc;
 	char (*names)[64];
 	struct nt_metric **m;
+	int tick_type;
+	bool published;
 };
 
 static void labels_of(const struct mg *g, uint64_t i, char (*buf)[48],
@@ -144,6 +173,15 @@ static int mg_init(struct nt_instance *inst, const struct nt_host *host,
 	g->host = host;
 	g->cfg = *cfg;
 	g->n_fam = (uint32_t)cfg->families;
+	if (cfg->publish) {
+		g->tick_type = host->register_schema(inst, &tick_schema);
+		if (g->tick_type < 0) {
+			int err = g->tick_type;
+
+			free(g);
+			return err;
+		}
+	}
 	g->desc = calloc(g->n_fam, sizeof(*g->desc));
 	g->names = calloc(g->n_fam, sizeof(*g->names));
 	g->m = calloc(g->n_fam, sizeof(*g->m));
@@ -197,18 +235,47 @@ static int mg_attach(void *state)
 {
 	struct mg *g = state;
 
+	int rc;
+
 	each(g, 1);
+	if (g->cfg.publish) {
+		rc = g->host->add_timer(g->inst, 100, TOK_PUBLISH);
+		if (rc < 0)
+			return rc;
+	}
 	if (g->cfg.increment != 0)
 		return g->host->add_timer(g->inst, (uint64_t)g->cfg.interval_ms,
-					  1);
+					  TOK_UPDATE);
 	return 0;
 }
 
 static int mg_poll(void *state, uint32_t token, uint32_t budget)
 {
-	(void)token;
+	struct mg *g = state;
+
 	(void)budget;
-	each(state, 0);
+	if (token == TOK_UPDATE) {
+		each(g, 0);
+		return 0;
+	}
+	if (token == TOK_PUBLISH && !g->published) {
+		struct mg_tick ev = { .hdr = { .type = (uint32_t)g->tick_type,
+					       .size = sizeof(ev),
+					       .pid = (uint32_t)getpid(),
+					       .tid = (uint32_t)getpid(),
+					       .comm = "metricgen" } };
+
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ev.hdr.ts_ns = (uint64_t)ts.tv_sec * 1000000000u +
+			       (uint64_t)ts.tv_nsec;
+		g->published = true;
+		for (int64_t i = 0; i < g->cfg.publish; i++) {
+			ev.seq = (uint64_t)i;
+			g->host->publish(g->inst, &ev.hdr);
+		}
+	}
 	return 0;
 }
 
