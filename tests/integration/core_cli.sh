@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The daemon's command line end to end: exit codes and messages for bad
+# input, --check, --list-plugins, plugin isolation, SIGTERM leaving a
+# complete JSONL file, SIGHUP reload, and the default config's summary.
+set -euo pipefail
+B=${1:?build root}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+NT=$B/core/ntcore
+export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks:$B/tests
+T=$(mktemp -d /tmp/nt-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fails=0
+pass() { echo "ok   - $*"; }
+fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
+
+# expect STATUS PATTERN -- ARGS: run ntcore, check exit status and stderr.
+expect() {
+  local want=$1 pattern=$2; shift 3
+  local got=0
+  "$NT" "$@" >"$T/out" 2>"$T/err" </dev/null || got=$?
+  if [ "$got" != "$want" ]; then
+    fail "ntcore $* exited $got, want $want: $(head -3 "$T/err")"
+  elif [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$T/err" "$T/out"; then
+    fail "ntcore $*: no /$pattern/ in: $(head -3 "$T/err")"
+  else
+    pass "ntcore $* -> $want"
+  fi
+}
+
+cat >"$T/unknown.conf" <<'C'
+plugins = (
+  { plugin = "file";
+    path = "/tmp/x.jsonl";
+    max_sise_mb = 3; }
+);
+C
+expect 2 "unknown.conf:4: \[file.0\] unknown key 'max_sise_mb'" -- -c "$T/unknown.conf" --check
+
+cat >"$T/type.conf" <<'C'
+plugins = (
+  { plugin = "file"; interval = "often"; }
+);
+C
+expect 2 "type.conf:2: \[file.0\] interval: expected an integer" -- -c "$T/type.conf" --check
+
+cat >"$T/missing.conf" <<'C'
+plugins = ( { plugin = "nosuchplugin"; } );
+C
+expect 2 "missing.conf:1: plugin 'nosuchplugin' not found \(searched: .*$B/plugins" -- -c "$T/missing.conf" --check
+
+cat >"$T/abi.conf" <<'C'
+plugins = ( { plugin = "fixture_new_major"; } );
+C
+expect 2 "plugin ABI 2\.0 is not supported by this ntcore \(ABI 1\.1\)" -- -c "$T/abi.conf" --check
+
+mkdir -p "$T/perm"
+cp "$B/sinks/file/file.so" "$T/perm/file.so"
+chmod 0666 "$T/perm/file.so"
+cat >"$T/perm.conf" <<C
+ntcore = { plugin_dirs = [ "$T/perm" ]; };
+plugins = ( { plugin = "file"; } );
+C
+NTCORE_PLUGIN_PATH= expect 2 "refusing a plugin file writable by others" -- -c "$T/perm.conf" --check
+
+printf 'plugins = ( { plugin = "file" ' >"$T/syntax.conf"
+expect 2 "syntax.conf:1: syntax error" -- -c "$T/syntax.conf"
+expect 2 "cannot read the config file" -- -c "$T/nope.conf"
+expect 2 "-p 4194000: no such process" -- -c "$SRC/conf.d/default.conf" -p 4194000 -d 1
+expect 2 "expected a positive number" -- -c "$SRC/conf.d/default.conf" -d soon
+expect 2 "not a process id" -- -p abc
+expect 0 "OK \(3 plugin instances\)" -- -c "$SRC/conf.d/default.conf" --check
+
+"$NT" --list-plugins >"$T/list" 2>&1
+for p in sched file stdout; do
+  if grep -qE "^  $p +(probe|sink) +1\.1 " "$T/list"; then pass "--list-plugins shows $p"
+  else fail "--list-plugins lacks $p: $(cat "$T/list")"; fi
+done
+"$NT" --help-plugin file >"$T/help" 2>&1 && grep -q "max_size_mb" "$T/help" &&
+  pass "--help-plugin file lists its keys" || fail "--help-plugin file: $(cat "$T/help")"
+
+# A plugin that fails to attach does not take the others down...
+cat >"$T/isolate.conf" <<C
+plugins = (
+  { plugin = "file"; name = "broken"; path = "/nonexistent/dir/x.jsonl"; },
+  { plugin = "file"; name = "good"; path = "$T/good.jsonl"; }
+);
+C
+expect 0 "\[sink:broken\] attach failed: No such file or directory; the other plugins go on" \
+  -- -c "$T/isolate.conf" -- true
+[ -s "$T/good.jsonl" ] && grep -q '"type":"proc.exit"' "$T/good.jsonl" &&
+  pass "the other sink still got proc.exit" || fail "good.jsonl lacks proc.exit"
+# ...unless it is required.
+sed -i 's/name = "broken";/name = "broken"; required = true;/' "$T/isolate.conf"
+expect 1 "attach failed" -- -c "$T/isolate.conf" -- true
+
+# The child runs only once everything is attached, and its exit ends the run.
+cat >"$T/child.conf" <<C
+plugins = ( { plugin = "sched"; }, { plugin = "file"; path = "$T/child.jsonl"; metrics = true; } );
+C
+expect 0 "target pid [0-9]+ exited with status 7" -- -c "$T/child.conf" -- sh -c 'exit 7'
+python3 - "$T/child.jsonl" <<'PY' && pass "proc.exit carries exit status 7" || fail "proc.exit status"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+ex = [e for e in ev if e["type"] == "proc.exit"]
+assert len(ex) == 1 and ex[0]["exit_code"] >> 8 == 7, ex
+PY
+
+# SIGTERM mid-run: exit 0, every line whole and valid JSON.
+cat >"$T/term.conf" <<C
+plugins = ( { plugin = "sched"; interval_ms = 200; },
+            { plugin = "file"; path = "$T/term.jsonl"; metrics = true; interval = 60; } );
+C
+"$NT" -c "$T/term.conf" -- sh -c 'while :; do :; done' >"$T/term.out" 2>&1 &
+pid=$!
+sleep 2
+kill -TERM $pid
+rc=0; wait $pid || rc=$?
+pkill -f "while :; do :; done" || true
+if [ $rc = 0 ] && python3 - "$T/term.jsonl" <<'PY'
+import json, sys
+data = open(sys.argv[1]).read()
+assert data.endswith("\n"), "torn last line"
+lines = data.splitlines()
+for l in lines:
+    json.loads(l)
+assert any(json.loads(l)["type"] == "metric" for l in lines)
+assert any(json.loads(l)["type"].startswith("sched.") for l in lines), "no sched events"
+print(len(lines), "lines")
+PY
+then pass "SIGTERM: exit 0 and a complete JSONL file"
+else fail "SIGTERM: rc=$rc, $(tail -3 "$T/term.out")"; fi
+
+# SIGHUP: the new config takes effect without a restart.
+cat >"$T/hup.conf" <<C
+plugins = ( { plugin = "file"; path = "$T/before.jsonl"; interval = 1; } );
+C
+"$NT" -c "$T/hup.conf" -d 6 -- sleep 5 >"$T/hup.out" 2>&1 &
+pid=$!
+sleep 1.5
+sed -i "s|before.jsonl|after.jsonl|" "$T/hup.conf"
+kill -HUP $pid
+rc=0; wait $pid || rc=$?
+if [ $rc = 0 ] && [ -e "$T/after.jsonl" ] && grep -q '"type":"proc.exit"' "$T/after.jsonl"; then
+  pass "SIGHUP reload switched the file sink"
+else fail "SIGHUP: rc=$rc $(cat "$T/hup.out")"; fi
+
+# The default config: a readable summary, exit 0.
+rc=0
+(cd "$T" && "$NT" -c "$SRC/conf.d/default.conf" -d 3 >"$T/default.out" 2>&1) || rc=$?
+if [ $rc = 0 ] && grep -q "sched.0 .*attached" "$T/default.out" &&
+   grep -q "summary after" "$T/default.out" && grep -q "sched.thread" "$T/default.out"; then
+  pass "default.conf -d 3: summary, exit 0"
+else fail "default.conf -d 3: rc=$rc $(tail -20 "$T/default.out")"; fi
+
+echo "core_cli: $fails failure(s)"
+[ $fails = 0 ]
