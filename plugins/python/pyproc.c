@@ -1,0 +1,637 @@
+/* SPDX-License-Identifier: MIT */
+#include "pyproc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int py_maps_parse(const char *line, struct py_mapping *m)
+{
+	unsigned long long s, e, off;
+	char perms[8];
+	int n = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &s, &e, perms, &off, &n) < 4)
+		return -1;
+	m->start = s;
+	m->end = e;
+	m->off = off;
+	snprintf(m->perms, sizeof(m->perms), "%.4s", perms);
+	if (n > 0) {
+		const char *p = line + n;
+		size_t l;
+
+		while (*p == ' ' || *p == '\t')
+			p++;
+		l = strcspn(p, "\n");
+		if (l >= sizeof(m->path))
+			l = sizeof(m->path) - 1;
+		memcpy(m->path, p, l);
+		m->path[l] = '\0';
+	}
+	return 0;
+}
+
+bool py_is_python_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return strncmp(b, "python", 6) == 0 || strncmp(b, "libpython", 9) == 0;
+}
+
+int py_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n;
+
+	if (!addr)
+		return -EFAULT;
+	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+int py_read_u64(pid_t pid, uint64_t addr, uint64_t *v)
+{
+	return py_read(pid, addr, v, sizeof(*v));
+}
+
+/* ---- ELF ---- */
+
+struct elf_syms {
+	uint64_t runtime, py_version, runtime_size;
+	bool has_runtime, has_version, has_usdt;
+	int e_type;
+	GElf_Phdr load[16];
+	int n_load;
+};
+
+static void scan_notes(Elf *elf, Elf_Scn *scn, struct elf_syms *s)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	if (!d)
+		return;
+	while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		const char *desc = (const char *)d->d_buf + desc_off;
+		size_t dl = nh.n_descsz, pl;
+
+		if (nh.n_type != 3 || dl < 3 * 8 + 2)
+			continue;
+		/* pc, base, semaphore, then provider\0name\0args\0 */
+		desc += 24;
+		dl -= 24;
+		pl = strnlen(desc, dl);
+		if (pl + 1 >= dl)
+			continue;
+		if (strcmp(desc, "python") == 0 &&
+		    strncmp(desc + pl + 1, "function__entry", dl - pl - 1) == 0)
+			s->has_usdt = true;
+	}
+	(void)elf;
+}
+
+static int elf_scan(int fd, struct elf_syms *s)
+{
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	size_t shstrndx, nph;
+
+	memset(s, 0, sizeof(*s));
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -EINVAL;
+	if (!gelf_getehdr(elf, &eh) || elf_getshdrstrndx(elf, &shstrndx) ||
+	    elf_getphdrnum(elf, &nph)) {
+		elf_end(elf);
+		return -EINVAL;
+	}
+	s->e_type = eh.e_type;
+	for (size_t i = 0; i < nph && s->n_load < 16; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			s->load[s->n_load++] = ph;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *sname;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (sh.sh_type == SHT_NOTE && sname && strcmp(sname, ".note.stapsdt") == 0) {
+			scan_notes(elf, scn, s);
+			continue;
+		}
+		if (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !sh.sh_entsize)
+			continue;
+		for (size_t k = 0; k < sh.sh_size / sh.sh_entsize; k++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (!gelf_getsym(d, (int)k, &sym) || sym.st_shndx == SHN_UNDEF)
+				continue;
+			n = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!n)
+				continue;
+			if (!s->has_runtime && strcmp(n, "_PyRuntime") == 0) {
+				s->runtime = sym.st_value;
+				s->runtime_size = sym.st_size;
+				s->has_runtime = true;
+			} else if (!s->has_version && strcmp(n, "Py_Version") == 0) {
+				s->py_version = sym.st_value;
+				s->has_version = true;
+			}
+		}
+	}
+	elf_end(elf);
+	return 0;
+}
+
+static int open_mapped(pid_t pid, const struct py_mapping *m)
+{
+	char p[PATH_MAX + 64];
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, m->path);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(p, sizeof(p), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	return open(p, O_RDONLY | O_CLOEXEC);
+}
+
+/* Runtime address of a file virtual address, from the file's mappings. */
+static int vaddr_to_addr(const struct elf_syms *s, const struct py_mapping *maps,
+			 size_t n, const char *path, uint64_t vaddr, uint64_t *out)
+{
+	const uint64_t pg = 4096;
+
+	if (s->e_type == ET_EXEC) {
+		*out = vaddr;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(maps[i].path, path))
+			continue;
+		for (int k = 0; k < s->n_load; k++) {
+			if ((s->load[k].p_offset & ~(pg - 1)) == maps[i].off) {
+				uint64_t bias = maps[i].start - (s->load[k].p_vaddr & ~(pg - 1));
+
+				*out = vaddr + bias;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+int py_find(pid_t pid, struct py_found *out, char *err, size_t errlen)
+{
+	char p[64], line[PATH_MAX + 128];
+	struct py_mapping *maps = NULL;
+	size_t n = 0, cap = 0;
+	FILE *f;
+	ssize_t l;
+	int ret = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	out->major = out->minor = -1;
+	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
+	l = readlink(p, out->exe, sizeof(out->exe) - 1);
+	if (l < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot read %s: %s", p, strerror(e));
+		return e == ENOENT ? -ESRCH : -e;
+	}
+	out->exe[l] = '\0';
+	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
+	f = fopen(p, "re");
+	if (!f) {
+		snprintf(err, errlen, "cannot read %s: %s", p, strerror(errno));
+		return errno == ENOENT ? -ESRCH : -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			void *nm = realloc(maps, nc * sizeof(*maps));
+
+			if (!nm) {
+				fclose(f);
+				free(maps);
+				return -ENOMEM;
+			}
+			maps = nm;
+			cap = nc;
+		}
+		if (py_maps_parse(line, &maps[n]) == 0 && maps[n].path[0] == '/')
+			n++;
+	}
+	fclose(f);
+	snprintf(err, errlen, "no python binary or libpython mapped (exe %s)", out->exe);
+	for (size_t i = 0; i < n; i++) {
+		struct elf_syms s;
+		bool seen = false;
+		int fd;
+
+		if (!py_is_python_name(maps[i].path))
+			continue;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(maps[j].path, maps[i].path) == 0)
+				seen = true;
+		if (seen)
+			continue;
+		fd = open_mapped(pid, &maps[i]);
+		if (fd < 0)
+			continue;
+		ret = elf_scan(fd, &s);
+		close(fd);
+		if (ret || !s.has_runtime) {
+			snprintf(err, errlen, "%s maps %s but no _PyRuntime symbol in it",
+				 out->exe, maps[i].path);
+			ret = -ENOENT;
+			continue;
+		}
+		snprintf(out->object, sizeof(out->object), "%s", maps[i].path);
+		out->has_usdt = s.has_usdt;
+		if (vaddr_to_addr(&s, maps, n, maps[i].path, s.runtime, &out->runtime)) {
+			snprintf(err, errlen, "cannot place _PyRuntime of %s", maps[i].path);
+			ret = -ENOENT;
+			continue;
+		}
+		if (s.has_version) {
+			uint64_t va;
+
+			if (vaddr_to_addr(&s, maps, n, maps[i].path, s.py_version, &va) == 0 &&
+			    py_read(pid, va, &out->py_version, sizeof(uint32_t)) == 0) {
+				out->py_version &= 0xffffffffu;
+				out->major = (int)(out->py_version >> 24);
+				out->minor = (int)((out->py_version >> 16) & 0xff);
+			}
+		}
+		if (out->major < 0 &&
+		    py_version_from_path(maps[i].path, &out->major, &out->minor) &&
+		    py_version_from_path(out->exe, &out->major, &out->minor))
+			out->major = out->minor = -1;
+		ret = 0;
+		break;
+	}
+	free(maps);
+	return ret;
+}
+
+/* ---- objects ---- */
+
+static void put_utf8(uint32_t c, char *out, size_t outlen, size_t *at)
+{
+	char b[4];
+	size_t n;
+
+	if (c < 0x80) {
+		b[0] = (char)c;
+		n = 1;
+	} else if (c < 0x800) {
+		b[0] = (char)(0xc0 | (c >> 6));
+		b[1] = (char)(0x80 | (c & 0x3f));
+		n = 2;
+	} else if (c < 0x10000) {
+		b[0] = (char)(0xe0 | (c >> 12));
+		b[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+		b[2] = (char)(0x80 | (c & 0x3f));
+		n = 3;
+	} else {
+		b[0] = (char)(0xf0 | (c >> 18));
+		b[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+		b[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+		b[3] = (char)(0x80 | (c & 0x3f));
+		n = 4;
+	}
+	if (*at + n + 1 > outlen)
+		return;
+	memcpy(out + *at, b, n);
+	*at += n;
+}
+
+int py_read_str(pid_t pid, const struct py_layout *l, uint64_t addr,
+		char *out, size_t outlen)
+{
+	uint32_t state;
+	int64_t length;
+	unsigned kind;
+	size_t at = 0, bytes;
+	uint8_t *tmp;
+	int ret;
+
+	if (!outlen)
+		return -EINVAL;
+	out[0] = '\0';
+	if ((ret = py_read(pid, addr + l->unicode_state, &state, sizeof(state))) ||
+	    (ret = py_read(pid, addr + l->unicode_length, &length, sizeof(length))))
+		return ret;
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || length < 0 || length > 65536 ||
+	    (kind != 1 && kind != 2 && kind != 4))
+		return -EINVAL;
+	if ((state >> 6) & 1) { /* compact ASCII */
+		size_t n = (size_t)length < outlen - 1 ? (size_t)length : outlen - 1;
+
+		if ((ret = py_read(pid, addr + l->unicode_ascii_data, out, n)))
+			return ret;
+		out[n] = '\0';
+		return (int)n;
+	}
+	bytes = (size_t)length * kind;
+	if (bytes > 4 * outlen)
+		bytes = 4 * outlen - 4 * outlen % kind;
+	tmp = malloc(bytes ? bytes : 1);
+	if (!tmp)
+		return -ENOMEM;
+	ret = py_read(pid, addr + l->unicode_compact_data, tmp, bytes);
+	if (ret) {
+		free(tmp);
+		return ret;
+	}
+	for (size_t i = 0; i < bytes / kind; i++) {
+		uint32_t c;
+
+		if (kind == 1) {
+			c = tmp[i];
+		} else if (kind == 2) {
+			uint16_t v;
+
+			memcpy(&v, tmp + 2 * i, 2);
+			c = v;
+		} else {
+			memcpy(&c, tmp + 4 * i, 4);
+		}
+		put_utf8(c, out, outlen, &at);
+	}
+	out[at] = '\0';
+	free(tmp);
+	return (int)at;
+}
+
+int py_read_type_name(pid_t pid, const struct py_layout *l, uint64_t obj,
+		      char *out, size_t outlen, uint64_t *type_addr)
+{
+	uint64_t type, name;
+	int ret;
+
+	if (!outlen)
+		return -EINVAL;
+	if ((ret = py_read_u64(pid, obj + l->ob_type, &type)) ||
+	    (ret = py_read_u64(pid, type + l->type_name, &name)))
+		return ret;
+	if (type_addr)
+		*type_addr = type;
+	/* tp_name is a C string: read what we can, stop at NUL */
+	memset(out, 0, outlen);
+	for (size_t got = 0; got + 1 < outlen;) {
+		size_t chunk = outlen - 1 - got < 32 ? outlen - 1 - got : 32;
+
+		if (py_read(pid, name + got, out + got, chunk))
+			break;
+		if (memchr(out + got, '\0', chunk))
+			break;
+		got += chunk;
+	}
+	out[outlen - 1] = '\0';
+	return out[0] ? 0 : -EINVAL;
+}
+
+void py_code_free(struct py_code *c)
+{
+	free(c->qualname);
+	free(c->file);
+	free(c->linetable);
+	memset(c, 0, sizeof(*c));
+}
+
+int py_read_code(pid_t pid, const struct py_layout *l, uint64_t addr,
+		 uint64_t *code_type, struct py_code *out)
+{
+	char buf[1024];
+	uint64_t type = 0, lt = 0, name = 0, file = 0;
+	int64_t lt_len = 0;
+	int32_t first = 0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (*code_type) {
+		if ((ret = py_read_u64(pid, addr + l->ob_type, &type)))
+			return ret;
+		if (type != *code_type)
+			return -EINVAL;
+	} else {
+		if ((ret = py_read_type_name(pid, l, addr, buf, sizeof(buf), &type)))
+			return ret;
+		if (strcmp(buf, "code") != 0)
+			return -EINVAL;
+		*code_type = type;
+	}
+	name = 0;
+	if (l->code_qualname != PY_NO_OFF)
+		ret = py_read_u64(pid, addr + l->code_qualname, &name);
+	if (!name && (ret = py_read_u64(pid, addr + l->code_name, &name)))
+		return ret;
+	if ((ret = py_read_u64(pid, addr + l->code_filename, &file)) ||
+	    (ret = py_read(pid, addr + l->code_firstlineno, &first, sizeof(first))) ||
+	    (ret = py_read_u64(pid, addr + l->code_linetable, &lt)))
+		return ret;
+	out->name_ptr = name;
+	out->filename_ptr = file;
+	out->firstlineno = first;
+	if (py_read_str(pid, l, name, buf, sizeof(buf)) < 0)
+		snprintf(buf, sizeof(buf), "<code 0x%llx>", (unsigned long long)addr);
+	out->qualname = strdup(buf);
+	if (py_read_str(pid, l, file, buf, sizeof(buf)) < 0)
+		snprintf(buf, sizeof(buf), "<unknown>");
+	out->file = strdup(buf);
+	if (lt && py_read(pid, lt + l->bytes_size, &lt_len, sizeof(lt_len)) == 0 &&
+	    lt_len > 0 && lt_len < (1 << 20)) {
+		out->linetable = malloc((size_t)lt_len);
+		if (out->linetable &&
+		    py_read(pid, lt + l->bytes_data, out->linetable, (size_t)lt_len) == 0) {
+			out->lt_len = (uint32_t)lt_len;
+		} else {
+			free(out->linetable);
+			out->linetable = NULL;
+		}
+	}
+	if (!out->qualname || !out->file) {
+		py_code_free(out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+bool py_code_same(pid_t pid, const struct py_layout *l, uint64_t addr,
+		  const struct py_code *c)
+{
+	uint64_t name = 0, file = 0;
+
+	if (l->code_qualname != PY_NO_OFF)
+		py_read_u64(pid, addr + l->code_qualname, &name);
+	if (!name)
+		py_read_u64(pid, addr + l->code_name, &name);
+	py_read_u64(pid, addr + l->code_filename, &file);
+	return name == c->name_ptr && file == c->filename_ptr;
+}
+
+int py_resolve_layout(pid_t pid, const struct py_found *f,
+		      struct py_layout *out, char *err, size_t errlen)
+{
+	const struct py_layout *row;
+
+	if (f->major < 0) {
+		snprintf(err, errlen,
+			 "cannot tell the CPython version of %s (no Py_Version "
+			 "symbol, no version in the file name)", f->object);
+		return -ENOTSUP;
+	}
+	row = py_layout_lookup(f->major, f->minor);
+	if (!row) {
+		if (f->py_version)
+			snprintf(err, errlen,
+				 "CPython %d.%d (Py_Version 0x%08llx) in %s is not a version "
+				 "this probe knows (%s); not sampling it",
+				 f->major, f->minor, (unsigned long long)f->py_version,
+				 f->object, py_layout_known());
+		else
+			snprintf(err, errlen,
+				 "CPython %d.%d in %s is not a version this probe knows "
+				 "(%s); not sampling it",
+				 f->major, f->minor, f->object, py_layout_known());
+		return -ENOTSUP;
+	}
+	if (f->major == 3 && f->minor >= 13) {
+		uint8_t buf[PY_DEBUG_OFFSETS_313_SIZE];
+		char why[256];
+		int ret = py_read(pid, f->runtime, buf, sizeof(buf));
+
+		if (ret) {
+			snprintf(err, errlen, "cannot read _Py_DebugOffsets: %s",
+				 strerror(-ret));
+			return ret == -ESRCH ? ret : -ENOTSUP;
+		}
+		if (py_layout_from_debug(buf, sizeof(buf), f->py_version, out, why,
+					 sizeof(why))) {
+			snprintf(err, errlen, "CPython %d.%d: %s; not sampling it",
+				 f->major, f->minor, why);
+			return -ENOTSUP;
+		}
+		return 0;
+	}
+	*out = *row;
+	return 0;
+}
+
+int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
+	      uint64_t *code_type, char *err, size_t errlen)
+{
+	uint64_t interp = 0, ts = 0, back = 0, tid = 0, frame = 0;
+	char path[64], tname[64];
+	int ret, checked = 0;
+
+	ret = py_read_u64(pid, f->runtime + l->runtime_interp_head, &interp);
+	if (ret) {
+		snprintf(err, errlen, "cannot read _PyRuntime at 0x%llx: %s",
+			 (unsigned long long)f->runtime, strerror(-ret));
+		return ret == -ESRCH ? ret : -EPROTO;
+	}
+	if (!interp) {
+		snprintf(err, errlen, "interpreter not initialised yet");
+		return -EAGAIN;
+	}
+	if ((ret = py_read_u64(pid, interp + l->interp_threads_head, &ts))) {
+		snprintf(err, errlen,
+			 "interpreters.head 0x%llx cannot be read (%s): the %d.%d "
+			 "offsets do not match this interpreter",
+			 (unsigned long long)interp, strerror(-ret), f->major, f->minor);
+		return ret == -ESRCH ? ret : -EPROTO;
+	}
+	if (!ts) {
+		snprintf(err, errlen, "no thread state yet");
+		return -EAGAIN;
+	}
+	for (int i = 0; ts && i < 64; i++) {
+		if ((ret = py_read_u64(pid, ts + l->ts_interp, &back)) || back != interp) {
+			snprintf(err, errlen,
+				 "thread state 0x%llx points at interpreter 0x%llx, not "
+				 "0x%llx: the %d.%d offsets do not match this interpreter",
+				 (unsigned long long)ts, (unsigned long long)back,
+				 (unsigned long long)interp, f->major, f->minor);
+			return -EPROTO;
+		}
+		if (!l->tid_is_pthread) {
+			struct stat st;
+
+			if ((ret = py_read_u64(pid, ts + l->ts_thread_id, &tid)))
+				return -EPROTO;
+			snprintf(path, sizeof(path), "/proc/%d/task/%llu", (int)pid,
+				 (unsigned long long)tid);
+			if (tid && stat(path, &st) != 0 && i == 0) {
+				snprintf(err, errlen,
+					 "thread state's native thread id %llu is not a "
+					 "thread of pid %d: the %d.%d offsets do not match",
+					 (unsigned long long)tid, (int)pid, f->major, f->minor);
+				return -EPROTO;
+			}
+		}
+		frame = 0;
+		if (py_read_u64(pid, ts + l->ts_frame, &frame) == 0 && frame &&
+		    l->cframe_current != PY_NO_OFF)
+			py_read_u64(pid, frame + l->cframe_current, &frame);
+		/* first frame that has a code object (skip C-stack shims) */
+		for (int k = 0; frame && k < 8 && !checked; k++) {
+			uint64_t code = 0, prev = 0;
+			uint8_t owner = 0;
+
+			py_read_u64(pid, frame + l->frame_code, &code);
+			py_read_u64(pid, frame + l->frame_previous, &prev);
+			if (l->frame_owner != PY_NO_OFF)
+				py_read(pid, frame + l->frame_owner, &owner, 1);
+			if (code && !(l->minor >= 12 && owner == 3)) {
+				ret = py_read_type_name(pid, l, code, tname, sizeof(tname),
+							code_type);
+				if (ret || strcmp(tname, "code") != 0) {
+					snprintf(err, errlen,
+						 "a frame's code object 0x%llx has type \"%s\", "
+						 "not \"code\": the %d.%d offsets do not match",
+						 (unsigned long long)code, ret ? "?" : tname,
+						 f->major, f->minor);
+					return -EPROTO;
+				}
+				checked = 1;
+			}
+			frame = prev;
+		}
+		if (checked)
+			break;
+		if (py_read_u64(pid, ts + l->ts_next, &ts))
+			break;
+	}
+	return 0;
+}

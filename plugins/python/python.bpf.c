@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * ntcore python probe, kernel side.
+ *
+ *  - py_sample (perf_event, CPU clock at `frequency` on every CPU): when the
+ *    interrupted task is a registered Python process, find its thread's
+ *    PyThreadState and walk the interpreter's own frame list, recording
+ *    (code object, instruction) per frame. Names and lines are resolved in
+ *    user space, once per code object, so a sample is 48 + 16 * frames bytes.
+ *  - py_switch (tp_btf/sched_switch, `idle = true`): a Python thread leaving
+ *    the CPU gets its stack walked (at most once per sample period) and the
+ *    time it then spends off the CPU is sent when it comes back, so sleeping
+ *    and waiting threads are attributed like a wall-clock sampler would.
+ *  - py_exec (tp_btf/sched_process_exec): tells user space to inspect a
+ *    target that exec'd (a new Python process).
+ *  - py_func_entry / py_func_return (USDT python:function__entry/return,
+ *    `calls = true`): exact call counts and inclusive/self time per function.
+ *  - py_exc (uprobe PyTraceBack_Here, `exceptions = true`): an exception
+ *    reaching a Python frame for the first time; the raising location is the
+ *    top of the walked stack.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
+
+#include "common.bpf.h"
+#include "python.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+const volatile __u32 max_frames = 64;
+const volatile bool want_native = false;
+const volatile bool want_idle = false;
+/* Minimum time between two idle walks of one thread, and off-CPU time
+ * accumulated before a weight record is sent: one sample period. */
+const volatile __u64 period_ns = 10101010;
+/* Negative thread-state lookups are retried after this long. */
+const volatile __u64 neg_ttl_ns = 500000000;
+/* The user side's own pid: never sampled. */
+const volatile __u32 self_pid = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized by the user side */
+} py_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct py_proc);
+} py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct py_tstate_ent);
+} py_tstates SEC(".maps");
+
+/* Pids that were sampled without being registered: notified once a second. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_unknown SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct py_offcpu);
+} py_offcpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 1); /* set to stack_entries by the user side */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, PY_NATIVE_MAX * sizeof(__u64));
+} py_native SEC(".maps");
+
+struct py_scratch {
+	struct py_sample_rec s;
+	__u8 fbuf[PY_FRAME_BUF + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_scratch);
+} py_scratch SEC(".maps");
+
+/* Counters the user side turns into metrics (see PY_STAT_*). */
+enum {
+	PY_STAT_CPU = 0,     /* on-CPU samples sent */
+	PY_STAT_IDLE,        /* idle walks sent */
+	PY_STAT_NOTSTATE,    /* sampled thread had no Python thread state */
+	PY_STAT_READERR,     /* interpreter memory could not be read */
+	PY_STAT_TRUNC,       /* stacks cut at max_frames */
+	PY_STAT_EXC,         /* exceptions sent */
+	PY_STAT_CALLS,       /* function entries seen */
+	PY_STAT_DEEP,        /* calls deeper than the timed call stack */
+	PY_STAT_N,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PY_STAT_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct py_call_key);
+	__type(value, struct py_call_stats);
+} py_calls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct py_call_stack);
+} py_callstk SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_call_stack);
+} py_callstk_init SEC(".maps");
+
+static __always_inline void stat_inc(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&py_stats, &which);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int rd64(__u64 addr, __u64 *out)
+{
+	*out = 0;
+	if (!addr)
+		return -1;
+	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
+}
+
+static __always_inline __u64 thread_pointer(void)
+{
+#ifdef __TARGET_ARCH_x86
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, thread.fsbase);
+#else
+	return 0;
+#endif
+}
+
+/* The PyThreadState of the current thread, 0 if it has none. */
+static __always_inline __u64 find_tstate(const struct py_proc *pp, __u32 tid,
+					 __u64 now)
+{
+	const struct py_bpf_offsets *o = &pp->off;
+	struct py_tstate_ent *e = bpf_map_lookup_elem(&py_tstates, &tid);
+	struct py_tstate_ent ne = {};
+	__u64 want = o->tid_is_pthread ? thread_pointer() : tid;
+	__u64 interp = 0, ts = 0, id = 0;
+
+	if (e) {
+		if (e->tstate) {
+			if (rd64(e->tstate + o->ts_thread_id, &id) == 0 &&
+			    id == want)
+				return e->tstate;
+		} else if (now - e->ts_ns < neg_ttl_ns) {
+			return 0;
+		}
+	}
+	if (rd64(pp->runtime + o->runtime_interp_head, &interp) || !interp)
+		return 0;
+	rd64(interp + o->interp_threads_head, &ts);
+	for (int i = 0; i < PY_MAX_TSTATES; i++) {
+		if (!ts) {
+			if (rd64(interp + o->interp_next, &interp) || !interp)
+				break;
+			rd64(interp + o->interp_threads_head, &ts);
+			continue;
+		}
+		if (rd64(ts + o->ts_thread_id, &id))
+			break;
+		if (id == want) {
+			ne.tstate = ts;
+			break;
+		}
+		if (rd64(ts + o->ts_next, &ts))
+			break;
+	}
+	ne.ts_ns = now;
+	bpf_map_update_elem(&py_tstates, &tid, &ne, BPF_ANY);
+	return ne.tstate;
+}
+
+/* Field extraction from the frame buffer, offsets bounded for the verifier. */
+static __always_inline __u64 fb_u64(const __u8 *fb, __u32 off)
+{
+	if (off > PY_FRAME_BUF - 8)
+		return 0;
+	return *(const __u64 *)(fb + off);
+}
+
+static __always_inline __u32 fb_u32(const __u8 *fb, __u32 off)
+{
+	if (off > PY_FRAME_BUF - 4)
+		return 0;
+	return *(const __u32 *)(fb + off);
+}
+
+static __always_inline __u8 fb_u8(const __u8 *fb, __u32 off)
+{
+	if (off > PY_FRAME_BUF - 1)
+		return 0xff;
+	return fb[off];
+}
+
+/*
+ * Walk the Python stack of the current thread into sc->s. Returns the
+ * number of frames, or -1 when the thread has no Python thread state.
+ */
+static __always_inline int walk_stack(const struct py_proc *pp, __u64 tstate,
+				      struct py_scratch *sc)
+{
+	const struct py_bpf_offsets *o = &pp->off;
+	struct py_sample_rec *s = &sc->s;
+	__u64 frame = 0;
+	__u32 n = 0, rsz = o->frame_read;
+	__u32 limit = max_frames;
+
+	if (limit > PY_MAX_FRAMES)
+		limit = PY_MAX_FRAMES;
+	if (rsz > PY_FRAME_BUF || rsz < 8)
+		rsz = PY_FRAME_BUF;
+	if (rd64(tstate + o->ts_frame, &frame)) {
+		s->flags |= PY_F_READERR;
+		return 0;
+	}
+	if (o->cframe_current != PY_NO_OFF && frame &&
+	    rd64(frame + o->cframe_current, &frame)) {
+		s->flags |= PY_F_READERR;
+		return 0;
+	}
+	/* Up to twice max_frames iterations: shim frames are skipped. */
+	for (int i = 0; i < 2 * PY_MAX_FRAMES; i++) {
+		if (!frame)
+			break;
+		if (n >= limit) {
+			s->flags |= PY_F_TRUNCATED;
+			break;
+		}
+		if (bpf_probe_read_user(sc->fbuf, rsz & (PY_FRAME_BUF * 2 - 1),
+					(const void *)frame)) {
+			s->flags |= PY_F_READERR;
+			break;
+		}
+		__u64 code = fb_u64(sc->fbuf, o->frame_code);
+		__u64 prev = fb_u64(sc->fbuf, o->frame_previous);
+		__u64 instr = o->instr_is_int ? fb_u32(sc->fbuf, o->frame_instr)
+					      : fb_u64(sc->fbuf, o->frame_instr);
+		bool skip = false;
+
+		if (o->frame_owner != PY_NO_OFF && o->owner_cstack != 0xff &&
+		    fb_u8(sc->fbuf, o->frame_owner) == o->owner_cstack)
+			skip = true;
+		if (!skip && code) {
+			__u32 k = n & (PY_MAX_FRAMES - 1);
+
+			s->frames[k].code = code;
+			s->frames[k].instr = instr;
+			n++;
+		}
+		frame = prev;
+	}
+	return n;
+}
+
+/* Walk the current thread and send a record of `kind`. */
+static __always_inline int sample_current(void *ctx, const struct py_proc *pp,
+					  __u32 kind, __u64 aux, __u64 tstate)
+{
+	__u32 zero = 0;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	__u64 size;
+	int n;
+
+	if (!sc)
+		return 0;
+	sc->s.flags = 0;
+	n = walk_stack(pp, tstate, sc);
+	if (sc->s.flags & PY_F_READERR)
+		stat_inc(PY_STAT_READERR);
+	if (sc->s.flags & PY_F_TRUNCATED)
+		stat_inc(PY_STAT_TRUNC);
+	if (n <= 0 && !(sc->s.flags & PY_F_READERR))
+		return 0; /* a Python thread outside any Python frame */
+	nt_hdr_current(&sc->s.hdr, kind, 0);
+	sc->s.aux = aux;
+	sc->s.n_frames = n;
+	sc->s.cpu = bpf_get_smp_processor_id();
+	sc->s.native_id = want_native
+		? bpf_get_stackid(ctx, &py_native, BPF_F_USER_STACK) : -1;
+	size = PY_SAMPLE_HDR_SIZE + (__u64)(n & (PY_MAX_FRAMES * 2 - 1)) *
+					    sizeof(struct py_frame);
+	if (size > sizeof(struct py_sample_rec))
+		size = sizeof(struct py_sample_rec);
+	sc->s.hdr.size = size;
+	if (bpf_ringbuf_output(&py_events, &sc->s, size, 0))
+		nt_count_drop();
+	return n;
+}
+
+/* Tell the user side about a process it should inspect (rate-limited). */
+static __always_inline void notify_unknown(__u32 pid, __u64 now, __u32 kind)
+{
+	__u64 *last = bpf_map_lookup_elem(&py_unknown, &pid);
+	struct nt_event_hdr *h;
+
+	if (kind != PY_REC_EXEC && last && now - *last < 1000000000ULL)
+		return;
+	bpf_map_update_elem(&py_unknown, &pid, &now, BPF_ANY);
+	h = nt_reserve(&py_events, sizeof(*h));
+	if (!h)
+		return;
+	nt_hdr_current(h, kind, sizeof(*h));
+	bpf_ringbuf_submit(h, 0);
+}
+
+SEC("perf_event")
+int py_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct py_proc *pp;
+	__u64 now, ts;
+
+	if (!pid || pid == self_pid || !nt_target_ok(pid))
+		return 0;
+	now = bpf_ktime_get_ns();
+	pp = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!pp) {
+		if (nt_filter_on)
+			notify_unknown(pid, now, PY_REC_EXEC);
+		return 0;
+	}
+	ts = find_tstate(pp, tid, now);
+	if (!ts) {
+		stat_inc(PY_STAT_NOTSTATE);
+		return 0;
+	}
+	if (sample_current(ctx, pp, PY_REC_CPU, 0, ts) > 0)
+		stat_inc(PY_STAT_CPU);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	__u32 ppid = prev->tgid, npid = next->tgid;
+	__u64 now = 0;
+	struct py_proc *pp;
+	struct py_offcpu *oc;
+
+	if (!want_idle)
+		return 0;
+	/* A Python thread leaving the CPU (we run in its context). */
+	if (ppid && (pp = bpf_map_lookup_elem(&py_procs, &ppid)) &&
+	    nt_target_ok(ppid)) {
+		__u32 tid = prev->pid;
+		__u64 ts;
+
+		now = bpf_ktime_get_ns();
+		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
+		if (!oc || now - oc->walk_ns >= period_ns) {
+			ts = find_tstate(pp, tid, now);
+			if (ts && sample_current(ctx, pp, PY_REC_IDLE, 0, ts) > 0) {
+				struct py_offcpu v = { .out_ns = now, .walk_ns = now };
+
+				stat_inc(PY_STAT_IDLE);
+				if (oc) {
+					oc->walk_ns = now;
+					oc->out_ns = now;
+				} else {
+					bpf_map_update_elem(&py_offcpu, &tid, &v, BPF_ANY);
+				}
+			}
+		} else {
+			oc->out_ns = now;
+		}
+	}
+	/* A Python thread coming back: send its off-CPU time. */
+	if (npid && bpf_map_lookup_elem(&py_procs, &npid)) {
+		__u32 tid = next->pid;
+
+		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
+		if (oc && oc->out_ns) {
+			struct py_weight_rec *w;
+
+			if (!now)
+				now = bpf_ktime_get_ns();
+			w = nt_reserve(&py_events, sizeof(*w));
+			if (w) {
+				w->hdr.type = PY_REC_WEIGHT;
+				w->hdr.size = sizeof(*w);
+				w->hdr.ts_ns = now;
+				w->hdr.pid = npid;
+				w->hdr.tid = tid;
+				BPF_CORE_READ_STR_INTO(&w->hdr.comm, next, comm);
+				w->off_ns = now > oc->out_ns ? now - oc->out_ns : 0;
+				w->start_ns = oc->out_ns;
+				bpf_ringbuf_submit(w, 0);
+			}
+			oc->out_ns = 0;
+		}
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(py_exec, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!nt_target_ok(pid) || pid == self_pid)
+		return 0;
+	bpf_map_delete_elem(&py_procs, &pid);
+	notify_unknown(pid, bpf_ktime_get_ns(), PY_REC_EXEC);
+	return 0;
+}
+
+/* ---- exceptions ---- */
+
+SEC("uprobe")
+int BPF_KPROBE(py_exc)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct py_proc *pp;
+	__u64 now, ts, exc = 0, tb = 0, type = 0;
+
+	if (!nt_target_ok(pid))
+		return 0;
+	pp = bpf_map_lookup_elem(&py_procs, &pid);
+	if (!pp)
+		return 0;
+	now = bpf_ktime_get_ns();
+	ts = find_tstate(pp, tid, now);
+	if (!ts)
+		return 0;
+	if (rd64(ts + pp->off.ts_exc, &exc) || !exc)
+		return 0;
+	if (pp->off.exc_is_type) {
+		/* <= 3.11: curexc_traceback is NULL in the first frame only. */
+		rd64(ts + pp->off.ts_exc_tb, &tb);
+		type = exc;
+	} else {
+		rd64(exc + pp->off.exc_traceback, &tb);
+		rd64(exc + pp->off.ob_type, &type);
+	}
+	if (tb)
+		return 0; /* propagating through an outer frame */
+	if (sample_current(ctx, pp, PY_REC_EXC, type, ts) > 0)
+		stat_inc(PY_STAT_EXC);
+	return 0;
+}
+
+/* ---- call tracing (USDT) ---- */
+
+SEC("usdt")
+int BPF_USDT(py_func_entry, void *file, void *func, int line)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id, zero = 0;
+	struct py_call_key key = {};
+	struct py_call_stats *st, nst = { .calls = 1 };
+	struct py_call_stack *cs;
+
+	if (!nt_target_ok(pid))
+		return 0;
+	key.pid = pid;
+	key.line = line;
+	key.func = (__u64)func;
+	key.file = (__u64)file;
+	stat_inc(PY_STAT_CALLS);
+	st = bpf_map_lookup_elem(&py_calls, &key);
+	if (st) {
+		__sync_fetch_and_add(&st->calls, 1);
+	} else if (bpf_map_update_elem(&py_calls, &key, &nst, BPF_NOEXIST) == 0) {
+		struct py_func_rec *r = nt_reserve(&py_events, sizeof(*r));
+
+		if (r) {
+			nt_hdr_current(&r->hdr, PY_REC_FUNC, sizeof(*r));
+			r->key = key;
+			bpf_probe_read_user_str(r->func, sizeof(r->func), func);
+			bpf_probe_read_user_str(r->file, sizeof(r->file), file);
+			bpf_ringbuf_submit(r, 0);
+		}
+	} else {
+		st = bpf_map_lookup_elem(&py_calls, &key);
+		if (st)
+			__sync_fetch_and_add(&st->calls, 1);
+	}
+
+	cs = bpf_map_lookup_elem(&py_callstk, &tid);
+	if (!cs) {
+		struct py_call_stack *init = bpf_map_lookup_elem(&py_callstk_init, &zero);
+
+		if (!init)
+			return 0;
+		init->depth = 0;
+		bpf_map_update_elem(&py_callstk, &tid, init, BPF_ANY);
+		cs = bpf_map_lookup_elem(&py_callstk, &tid);
+		if (!cs)
+			return 0;
+	}
+	if (cs->depth < PY_CALL_DEPTH) {
+		struct py_call_frame *f = &cs->f[cs->depth & (PY_CALL_DEPTH - 1)];
+
+		f->key = key;
+		f->start_ns = bpf_ktime_get_ns();
+		f->child_ns = 0;
+	} else {
+		stat_inc(PY_STAT_DEEP);
+	}
+	if (cs->depth < 1u << 30)
+		cs->depth++;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(py_func_return, void *file, void *func, int line)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct py_call_stack *cs;
+	__u64 now;
+
+	if (!nt_target_ok(pid))
+		return 0;
+	cs = bpf_map_lookup_elem(&py_callstk, &tid);
+	if (!cs || cs->depth == 0)
+		return 0; /* entered before we attached */
+	now = bpf_ktime_get_ns();
+	/* Find the returning function among the top 8 frames: frames above it
+	 * were left by an exception without a return marker and end here too.
+	 * A return we have no entry for (entered before attach) is ignored. */
+	__u32 pops = 0;
+
+	for (int i = 0; i < 8; i++) {
+		__u32 d;
+		struct py_call_frame *f;
+
+		if ((__u32)i >= cs->depth)
+			break;
+		d = cs->depth - 1 - i;
+		if (d >= PY_CALL_DEPTH) {
+			pops = i + 1; /* untimed deep frame: trust the order */
+			break;
+		}
+		f = &cs->f[d & (PY_CALL_DEPTH - 1)];
+		if (f->key.func == (__u64)func && f->key.file == (__u64)file) {
+			pops = i + 1;
+			break;
+		}
+	}
+	for (int i = 0; i < 8; i++) {
+		__u32 d;
+		struct py_call_frame *f;
+		struct py_call_stats *st;
+		__u64 dur, self;
+
+		if ((__u32)i >= pops || cs->depth == 0)
+			break;
+		cs->depth--;
+		d = cs->depth;
+		if (d >= PY_CALL_DEPTH)
+			continue;
+		f = &cs->f[d & (PY_CALL_DEPTH - 1)];
+		dur = now - f->start_ns;
+		self = dur > f->child_ns ? dur - f->child_ns : 0;
+		st = bpf_map_lookup_elem(&py_calls, &f->key);
+		if (st) {
+			__sync_fetch_and_add(&st->incl_ns, dur);
+			__sync_fetch_and_add(&st->self_ns, self);
+		}
+		if (d > 0 && d - 1 < PY_CALL_DEPTH)
+			cs->f[(d - 1) & (PY_CALL_DEPTH - 1)].child_ns += dur;
+	}
+	return 0;
+}
