@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Loopback workload for tests/integration/net.sh.
 
-xfer.py tcp|udp NBYTES OUT.json [--v6]
+xfer.py tcp|udp NBYTES OUT.json [--v6] [--gate FILE]
 
 The parent binds a server socket, then forks a receiver and a sender child.
 TCP: the sender connects, sends exactly NBYTES, shuts down and closes; the
@@ -10,11 +10,14 @@ UDP: the sender sends NBYTES in datagrams of at most CHUNK bytes, each one
 acknowledged by the receiver with a 1-byte datagram (stop and wait, so no
 datagram is lost on loopback); an empty datagram ends the exchange.
 OUT.json records the pids, ports and byte counts each side saw.
+With --gate FILE the parent waits for FILE to exist before it starts (so a
+test can attach ntcore -p to it first).
 """
 import json
 import os
 import socket
 import sys
+import time
 
 CHUNK = 8192
 
@@ -22,6 +25,13 @@ CHUNK = 8192
 def main():
     proto, nbytes, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     v6 = "--v6" in sys.argv
+    if "--gate" in sys.argv:
+        gate = sys.argv[sys.argv.index("--gate") + 1]
+        deadline = time.time() + 30
+        while not os.path.exists(gate):
+            if time.time() > deadline:
+                sys.exit("gate %s never appeared" % gate)
+            time.sleep(0.05)
     fam = socket.AF_INET6 if v6 else socket.AF_INET
     host = "::1" if v6 else "127.0.0.1"
     kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM

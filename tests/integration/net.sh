@@ -1,0 +1,104 @@
+#!/bin/bash
+# Integration test of the net probe (root, real kernel, loopback traffic).
+#   tests/integration/net.sh BUILD_ROOT
+# 1. TCP over IPv4: a transfer of exactly N bytes (N random, several MiB)
+#    between two child processes is N bytes sent by the sender's pid and N
+#    received by the receiver's pid on that connection, one net.open and one
+#    net.conn per side, and the per-process metrics say the same.
+# 2. The same over IPv6, and 3. a UDP exchange (stop and wait, exact counts).
+# 4. Config errors: an unknown key, a bad port, nothing to trace -> FILE:LINE
+#    message and exit 2.
+# 5. A target given with -p exits mid-run: a message, the run goes on to its
+#    -d end, exit 0, and the target's traffic is still in the output.
+set -euo pipefail
+
+fail() { echo "net.sh: FAIL: $*" >&2; exit 1; }
+
+B=${1:?usage: net.sh BUILD_ROOT}
+B=$(cd "$B" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+NTCORE=$B/core/ntcore
+export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+[ "$(id -u)" = 0 ] || fail "needs root (BPF)"
+[ -x "$NTCORE" ] || fail "no daemon at $NTCORE"
+[ -f "$B/plugins/net/net.so" ] || fail "net plugin not built in $B"
+command -v python3 >/dev/null || fail "python3 is needed"
+
+T=$(mktemp -d /tmp/ntcore-net-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+conf() { # conf NAME [extra net keys]
+	cat >"$T/$1.conf" <<EOF
+ntcore = { log_level = "info"; };
+plugins = (
+  { plugin = "net"; report_interval_s = 0; ${2:-} },
+  { plugin = "file"; path = "$T/$1.jsonl"; metrics = true; }
+);
+EOF
+}
+
+transfer() { # transfer NAME tcp|udp NBYTES [--v6]
+	local name=$1 proto=$2 n=$3
+	shift 3
+	conf "$name"
+	timeout 60 "$NTCORE" -c "$T/$name.conf" -- \
+		python3 "$HERE/net/xfer.py" "$proto" "$n" "$T/$name.json" "$@" \
+		>"$T/$name.out" 2>&1 || { cat "$T/$name.out" >&2; fail "$name: ntcore exited with $?"; }
+	python3 "$HERE/net/check.py" "$T/$name.json" "$T/$name.jsonl" "$@" ||
+		{ cat "$T/$name.out" >&2; fail "$name: output does not match the transfer"; }
+}
+
+# --- 1-3: exact byte accounting ------------------------------------------
+N=$(( (2 + RANDOM % 6) * 1048576 + RANDOM ))
+transfer tcp4 tcp "$N"
+N=$(( (1 + RANDOM % 4) * 1048576 + RANDOM ))
+transfer tcp6 tcp "$N" --v6
+N=$(( 1048576 + RANDOM * 16 + RANDOM % 8192 ))
+transfer udp4 udp "$N"
+
+# --- 4: config errors ------------------------------------------------------
+expect_config_error() { # NAME KEYS PATTERN
+	conf "$1" "$2"
+	set +e
+	timeout 20 "$NTCORE" -c "$T/$1.conf" -d 1 >"$T/$1.out" 2>&1
+	local rc=$?
+	set -e
+	[ "$rc" = 2 ] || { cat "$T/$1.out" >&2; fail "$1: exit $rc, expected 2"; }
+	grep -Eq "$T/$1.conf:3: .*$3" "$T/$1.out" ||
+		{ cat "$T/$1.out" >&2; fail "$1: no FILE:LINE message matching '$3'"; }
+	echo "net.sh: $1: $(grep -E "$T/$1.conf:3" "$T/$1.out" | head -1)"
+}
+expect_config_error unknown_key 'tpc = true;' "unknown key 'tpc'"
+expect_config_error bad_port 'ports = [ "443", "http" ];' 'ports: "http" is not a port'
+expect_config_error bad_range 'ports = [ "9000-8000" ];' 'ports: "9000-8000"'
+expect_config_error nothing 'tcp = false; udp = false;' 'nothing to trace'
+expect_config_error bad_type 'max_connections = "many";' 'max_connections'
+
+# --- 5: a -p target that exits mid-run -------------------------------------
+conf pexit
+N=$(( 1048576 + RANDOM ))
+python3 "$HERE/net/xfer.py" tcp "$N" "$T/pexit.json" --gate "$T/gate" &
+XPID=$!
+timeout 60 "$NTCORE" -c "$T/pexit.conf" -p "$XPID" -d 5 >"$T/pexit.out" 2>&1 &
+NPID=$!
+for _ in $(seq 100); do
+	grep -q "tracing" "$T/pexit.out" && break
+	sleep 0.1
+done
+grep -q "tracing" "$T/pexit.out" || { cat "$T/pexit.out" >&2; fail "pexit: net never attached"; }
+touch "$T/gate"
+wait "$XPID" || fail "pexit: the workload failed"
+START=$(date +%s)
+set +e
+wait "$NPID"
+RC=$?
+set -e
+[ "$RC" = 0 ] || { cat "$T/pexit.out" >&2; fail "pexit: ntcore exited with $RC after its target exited"; }
+[ $(( $(date +%s) - START )) -ge 1 ] || fail "pexit: ntcore stopped when the target exited instead of running to -d"
+grep -q "target pid $XPID (python3) exited with status 0" "$T/pexit.out" ||
+	{ cat "$T/pexit.out" >&2; fail "pexit: no message about the exited target"; }
+python3 "$HERE/net/check.py" "$T/pexit.json" "$T/pexit.jsonl" ||
+	{ cat "$T/pexit.out" >&2; fail "pexit: the exited target's traffic is not in the output"; }
+echo "net.sh: pexit: $(grep "target pid $XPID" "$T/pexit.out")"
+
+echo "net.sh: PASS"
