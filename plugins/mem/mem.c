@@ -1,0 +1,1646 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mem probe, user side: per-process RSS and peak, page faults, OOM kills,
+ * and heap tracking through uprobes on the C library's allocator with
+ * outstanding allocations grouped by symbolized stack (docs/mem.md).
+ */
+#include <linux/types.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ntcore/bpf.h"
+#include "ntcore/plugin.h"
+
+#include "mem.h"
+#include "mem.bpf.skel.h"
+#include "mem_logic.h"
+
+#define TOKEN_RING 1
+#define TOKEN_TICK 2
+
+#define STACK_TEXT_MAX 4096
+#define REPORT_TEXT_MAX 16384
+
+/* ------------------------------------------------------------------ */
+/* Config                                                              */
+/* ------------------------------------------------------------------ */
+
+struct mem_config {
+	struct nt_strlist functions;
+	const char *heap;
+	const char *library;
+	int64_t sample_min_bytes;
+	int64_t sample_every;
+	bool stacks;
+	int64_t stack_depth;
+	int64_t interval_ms;
+	int64_t top_n;
+	int64_t min_age_ms;
+	bool track_mmap;
+	bool attach_skip;
+	bool rss;
+	bool faults;
+	bool oom;
+	int64_t max_allocs;
+	int64_t max_stacks;
+};
+
+static const char *const heap_choices[] = {"targets", "always", "off", NULL};
+
+#define KEY(k, t, def_, lo, hi, d)                                             \
+	{ .key = #k, .type = (t), .offset = offsetof(struct mem_config, k),    \
+	  .def = (def_), .min = (lo), .max = (hi), .desc = (d) }
+
+static const struct nt_cfg_key mem_keys[] = {
+	KEY(functions, NT_CFG_STRING_LIST,
+	    "[\"malloc\", \"calloc\", \"realloc\", \"free\", \"posix_memalign\", "
+	    "\"aligned_alloc\", \"memalign\", \"valloc\", \"pvalloc\"]",
+	    1, 0, "allocator functions to probe ([] turns heap tracking off)"),
+	{ .key = "heap", .type = NT_CFG_STRING,
+	  .offset = offsetof(struct mem_config, heap), .def = "\"targets\"",
+	  .min = 1, .max = 0, .choices = heap_choices,
+	  .desc = "heap tracking: targets (only with -p/-- CMD), always (host-wide too), off" },
+	KEY(library, NT_CFG_STRING, "\"\"", 1, 0,
+	    "allocator library to probe; empty: the C library of each target"),
+	KEY(sample_min_bytes, NT_CFG_INT, "0", 0, 1099511627776.0,
+	    "allocations smaller than this are sampled 1 in sample_every (bytes)"),
+	KEY(sample_every, NT_CFG_INT, "1", 1, 1000000,
+	    "sampling rate of small allocations; 1 tracks every allocation"),
+	KEY(stacks, NT_CFG_BOOL, "true", 1, 0,
+	    "record the user stack of each allocation"),
+	KEY(stack_depth, NT_CFG_INT, "32", 1, MEM_MAX_DEPTH,
+	    "frames kept per allocation stack"),
+	KEY(interval_ms, NT_CFG_INT, "5000", 100, 3600000,
+	    "reporting interval (ms): mem.rss, mem.heap, mem.leak, mem.report"),
+	KEY(top_n, NT_CFG_INT, "10", 1, 1000,
+	    "stacks per process in mem.leak / mem.report, most bytes first"),
+	KEY(min_age_ms, NT_CFG_INT, "0", 0, 86400000,
+	    "interval reports skip allocations younger than this (ms); exit reports keep all"),
+	KEY(track_mmap, NT_CFG_BOOL, "true", 1, 0,
+	    "track anonymous mmap/munmap made by the program (not by malloc itself)"),
+	KEY(attach_skip, NT_CFG_BOOL, "true", 1, 0,
+	    "probe past leading flag-only instructions when that avoids single-stepping"),
+	KEY(rss, NT_CFG_BOOL, "true", 1, 0, "trace RSS through kmem/rss_stat"),
+	KEY(faults, NT_CFG_BOOL, "true", 1, 0,
+	    "count user page faults (exceptions/page_fault_user)"),
+	KEY(oom, NT_CFG_BOOL, "true", 1, 0, "publish mem.oom_kill (oom/mark_victim)"),
+	KEY(max_allocs, NT_CFG_INT, "262144", 1024, 16777216,
+	    "outstanding allocations tracked at once (all processes)"),
+	KEY(max_stacks, NT_CFG_INT, "16384", 256, 1048576,
+	    "distinct allocation stacks kept"),
+};
+
+/* ------------------------------------------------------------------ */
+/* Events and metrics                                                  */
+/* ------------------------------------------------------------------ */
+
+static const struct nt_field rss_fields[] = {
+	NT_FIELD(struct mem_rss_event, rss_bytes, NT_F_U64, "bytes", "resident: file + anon + shmem"),
+	NT_FIELD(struct mem_rss_event, anon_bytes, NT_F_U64, "bytes", "resident anonymous memory"),
+	NT_FIELD(struct mem_rss_event, file_bytes, NT_F_U64, "bytes", "resident file-backed memory"),
+	NT_FIELD(struct mem_rss_event, shmem_bytes, NT_F_U64, "bytes", "resident shared memory"),
+	NT_FIELD(struct mem_rss_event, swap_bytes, NT_F_U64, "bytes", "swapped out"),
+	NT_FIELD(struct mem_rss_event, peak_rss_bytes, NT_F_U64, "bytes", "highest rss_bytes seen"),
+	NT_FIELD(struct mem_rss_event, faults, NT_F_U64, "count", "user page faults since tracing began"),
+	NT_FIELD(struct mem_rss_event, final, NT_F_BOOL, "", "the process has exited"),
+};
+
+static const struct nt_schema rss_schema = {
+	.name = "mem.rss",
+	.desc = "resident memory of a process, each interval it changed and at exit",
+	.fields = rss_fields,
+	.n_fields = NT_ARRAY_LEN(rss_fields),
+	.min_size = sizeof(struct mem_rss_event),
+};
+
+static const struct nt_field heap_fields[] = {
+	NT_FIELD(struct mem_heap_event, live_bytes, NT_F_S64, "bytes", "outstanding heap bytes"),
+	NT_FIELD(struct mem_heap_event, live_allocs, NT_F_S64, "count", "outstanding heap allocations"),
+	NT_FIELD(struct mem_heap_event, peak_bytes, NT_F_S64, "bytes", "highest live_bytes seen"),
+	NT_FIELD(struct mem_heap_event, allocs, NT_F_U64, "count", "allocation calls that succeeded"),
+	NT_FIELD(struct mem_heap_event, frees, NT_F_U64, "count", "tracked allocations released"),
+	NT_FIELD(struct mem_heap_event, alloc_bytes, NT_F_U64, "bytes", "bytes requested (turnover)"),
+	NT_FIELD(struct mem_heap_event, freed_bytes, NT_F_U64, "bytes", "bytes released"),
+	NT_FIELD(struct mem_heap_event, mmap_live_bytes, NT_F_S64, "bytes", "outstanding anonymous mmap bytes"),
+	NT_FIELD(struct mem_heap_event, mmap_peak_bytes, NT_F_S64, "bytes", "highest mmap_live_bytes seen"),
+	NT_FIELD(struct mem_heap_event, mmaps, NT_F_U64, "count", "anonymous mmap calls that succeeded"),
+	NT_FIELD(struct mem_heap_event, munmaps, NT_F_U64, "count", "tracked regions unmapped"),
+	NT_FIELD(struct mem_heap_event, untracked, NT_F_U64, "count", "allocations not tracked: allocs map full"),
+	NT_FIELD(struct mem_heap_event, sampled_out, NT_F_U64, "count", "small allocations skipped by sampling"),
+	NT_FIELD(struct mem_heap_event, stack_lost, NT_F_U64, "count", "allocations whose stack was not recorded"),
+	NT_FIELD(struct mem_heap_event, final, NT_F_BOOL, "", "the process has exited"),
+};
+
+static const struct nt_schema heap_schema = {
+	.name = "mem.heap",
+	.desc = "allocator counters of a process, each interval they changed and at exit",
+	.fields = heap_fields,
+	.n_fields = NT_ARRAY_LEN(heap_fields),
+	.min_size = sizeof(struct mem_heap_event),
+};
+
+static const struct nt_field leak_fields[] = {
+	NT_FIELD(struct mem_leak_event, bytes, NT_F_U64, "bytes", "outstanding bytes from this stack"),
+	NT_FIELD(struct mem_leak_event, allocs, NT_F_U64, "count", "outstanding allocations from this stack"),
+	NT_FIELD(struct mem_leak_event, oldest_age_ns, NT_F_U64, "ns", "age of the oldest of them"),
+	NT_FIELD(struct mem_leak_event, rank, NT_F_U32, "", "1 = most bytes"),
+	NT_FIELD(struct mem_leak_event, stack_id, NT_F_S32, "", "stack map id, -1 when not recorded"),
+	NT_FIELD(struct mem_leak_event, final, NT_F_BOOL, "", "reported at process exit"),
+	NT_FIELD(struct mem_leak_event, kind, NT_F_U8, "", "0 heap, 1 anonymous mmap"),
+	NT_FIELD(struct mem_leak_event, function, NT_F_VSTR, "", "allocating function (first frame outside the allocator)"),
+	NT_FIELD(struct mem_leak_event, stack, NT_F_VSTR, "", "frames, innermost first, joined by ' <- '"),
+};
+
+static const struct nt_schema leak_schema = {
+	.name = "mem.leak",
+	.desc = "outstanding allocations of a process grouped by allocation stack (top_n)",
+	.fields = leak_fields,
+	.n_fields = NT_ARRAY_LEN(leak_fields),
+	.min_size = sizeof(struct mem_leak_event),
+};
+
+static const struct nt_field report_fields[] = {
+	NT_FIELD(struct mem_report_event, final, NT_F_BOOL, "", "reported at process exit"),
+	NT_FIELD(struct mem_report_event, text, NT_F_VSTR, "", "human-readable table"),
+};
+
+static const struct nt_schema report_schema = {
+	.name = "mem.report",
+	.desc = "per-process memory table: heap, RSS, top stacks by outstanding bytes",
+	.fields = report_fields,
+	.n_fields = NT_ARRAY_LEN(report_fields),
+	.min_size = sizeof(struct mem_report_event),
+};
+
+static const struct nt_field oom_fields[] = {
+	NT_FIELD(struct mem_oom_event, killer_pid, NT_F_U32, "", "process that ran the OOM killer"),
+	NT_FIELD(struct mem_oom_event, uid, NT_F_U32, "", "victim's uid"),
+	NT_FIELD(struct mem_oom_event, oom_score_adj, NT_F_S32, "", "victim's oom_score_adj"),
+	NT_FIELD(struct mem_oom_event, total_vm_bytes, NT_F_U64, "bytes", "victim's virtual size"),
+	NT_FIELD(struct mem_oom_event, anon_rss_bytes, NT_F_U64, "bytes", "victim's resident anonymous memory"),
+	NT_FIELD(struct mem_oom_event, file_rss_bytes, NT_F_U64, "bytes", "victim's resident file memory"),
+	NT_FIELD(struct mem_oom_event, shmem_rss_bytes, NT_F_U64, "bytes", "victim's resident shared memory"),
+	NT_FIELD(struct mem_oom_event, swap_bytes, NT_F_U64, "bytes", "victim's swapped-out memory"),
+	NT_FIELD(struct mem_oom_event, pgtables_bytes, NT_F_U64, "bytes", "victim's page tables"),
+};
+
+static const struct nt_schema oom_schema = {
+	.name = "mem.oom_kill",
+	.desc = "the OOM killer chose a victim (pid/comm of the header)",
+	.fields = oom_fields,
+	.n_fields = NT_ARRAY_LEN(oom_fields),
+	.min_size = sizeof(struct mem_oom_event),
+};
+
+static const char *const pid_label[] = {"pid"};
+
+enum {
+	M_RSS,
+	M_RSS_ANON,
+	M_RSS_PEAK,
+	M_SWAP,
+	M_FAULTS,
+	M_OOM,
+	M_HEAP_LIVE,
+	M_HEAP_LIVE_ALLOCS,
+	M_HEAP_PEAK,
+	M_HEAP_ALLOCS,
+	M_HEAP_FREES,
+	M_HEAP_ALLOC_BYTES,
+	M_HEAP_FREED_BYTES,
+	M_MMAP_LIVE,
+	M_UNTRACKED,
+	M_COUNT,
+};
+
+#define GAUGE(n, h) { .name = n, .help = h, .type = NT_METRIC_GAUGE, .n_labels = 1, .label_names = pid_label }
+#define COUNTER(n, h) { .name = n, .help = h, .type = NT_METRIC_COUNTER, .n_labels = 1, .label_names = pid_label }
+
+static const struct nt_metric_desc metric_descs[M_COUNT] = {
+	[M_RSS] = GAUGE("ntcore_mem_rss_bytes", "resident memory (file + anon + shmem)"),
+	[M_RSS_ANON] = GAUGE("ntcore_mem_rss_anon_bytes", "resident anonymous memory"),
+	[M_RSS_PEAK] = GAUGE("ntcore_mem_rss_peak_bytes", "highest resident memory seen"),
+	[M_SWAP] = GAUGE("ntcore_mem_swap_bytes", "swapped-out memory"),
+	[M_FAULTS] = COUNTER("ntcore_mem_page_faults_total", "user page faults"),
+	[M_OOM] = COUNTER("ntcore_mem_oom_kills_total", "processes chosen by the OOM killer"),
+	[M_HEAP_LIVE] = GAUGE("ntcore_mem_heap_live_bytes", "outstanding heap bytes"),
+	[M_HEAP_LIVE_ALLOCS] = GAUGE("ntcore_mem_heap_live_allocations", "outstanding heap allocations"),
+	[M_HEAP_PEAK] = GAUGE("ntcore_mem_heap_peak_bytes", "highest outstanding heap bytes"),
+	[M_HEAP_ALLOCS] = COUNTER("ntcore_mem_heap_allocations_total", "allocation calls that succeeded"),
+	[M_HEAP_FREES] = COUNTER("ntcore_mem_heap_frees_total", "tracked allocations released"),
+	[M_HEAP_ALLOC_BYTES] = COUNTER("ntcore_mem_heap_allocated_bytes_total", "bytes requested"),
+	[M_HEAP_FREED_BYTES] = COUNTER("ntcore_mem_heap_freed_bytes_total", "bytes released"),
+	[M_MMAP_LIVE] = GAUGE("ntcore_mem_mmap_live_bytes", "outstanding anonymous mmap bytes"),
+	[M_UNTRACKED] = COUNTER("ntcore_mem_heap_untracked_total", "allocations not tracked (allocs map full)"),
+};
+
+/* ------------------------------------------------------------------ */
+/* State                                                               */
+/* ------------------------------------------------------------------ */
+
+/* One process the plugin has seen (target, or any process host-wide). */
+struct mem_proc_info {
+	uint32_t pid;
+	char comm[NT_COMM_LEN];
+	bool finalized;
+	bool heap_attached;
+	uint64_t gone_ns; /* when finalized: series removed one interval later */
+	/* last values pushed to counters / published */
+	uint64_t c_faults, c_allocs, c_frees, c_alloc_bytes, c_freed_bytes, c_untracked;
+	uint64_t pub_rss, pub_peak, pub_faults, pub_swap;
+	uint64_t pub_allocs, pub_frees, pub_mmaps, pub_munmaps;
+	struct bpf_link **links; /* per-pid uprobes */
+	size_t n_links;
+	char lib[PATH_MAX];
+};
+
+/* An attach point resolved once per library file. */
+struct mem_fn_point {
+	unsigned fn;
+	uint64_t off; /* file offset + skip */
+	bool ok;
+};
+
+struct mem_lib {
+	char path[PATH_MAX];
+	struct mem_fn_point pts[MEM_FN_COUNT];
+	size_t n_pts;
+};
+
+struct mem_state {
+	struct nt_instance *inst;
+	const struct nt_host *host;
+	const struct mem_config *cfg;
+	struct mem_bpf *skel;
+	struct ring_buffer *rb;
+	uint32_t fn_mask;
+	bool heap_on;      /* heap probes wanted */
+	bool per_pid;      /* uprobes bound to target pids (else pid -1) */
+	bool btf;
+	int t_rss, t_heap, t_leak, t_report, t_oom;
+	struct nt_metric *m[M_COUNT];
+	uint64_t drops_reported;
+	uint32_t page_shift;
+
+	struct mem_proc_info **procs; /* sorted by pid */
+	size_t n_procs, cap_procs;
+
+	struct mem_lib *libs;
+	size_t n_libs;
+
+	struct bpf_link **glinks; /* pid -1 uprobes */
+	size_t n_glinks;
+	struct bpf_link **tlinks; /* tracepoints */
+	size_t n_tlinks;
+
+	uint32_t *exits; /* processes to finalize */
+	size_t n_exits, cap_exits;
+
+	struct mem_symcache syms;
+	struct mem_groups groups;
+	char *buf; /* event assembly */
+	size_t buf_len;
+	char self_exe[PATH_MAX];
+	char self_libc[PATH_MAX];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return (int)n;
+}
+
+/* ---- process table ---------------------------------------------- */
+
+static struct mem_proc_info *proc_find(struct mem_state *st, uint32_t pid,
+				       size_t *pos)
+{
+	size_t lo = 0, hi = st->n_procs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (st->procs[mid]->pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (pos)
+		*pos = lo;
+	return lo < st->n_procs && st->procs[lo]->pid == pid ? st->procs[lo] : NULL;
+}
+
+static struct mem_proc_info *proc_get(struct mem_state *st, uint32_t pid)
+{
+	size_t pos;
+	struct mem_proc_info *p = proc_find(st, pid, &pos);
+	char path[64];
+
+	if (p)
+		return p;
+	if (st->n_procs == st->cap_procs) {
+		size_t cap = st->cap_procs ? st->cap_procs * 2 : 16;
+		struct mem_proc_info **grown = realloc(st->procs, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		st->procs = grown;
+		st->cap_procs = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	if (read_file(path, p->comm, sizeof(p->comm)) > 0)
+		p->comm[strcspn(p->comm, "\n")] = '\0';
+	else
+		snprintf(p->comm, sizeof(p->comm), "?");
+	memmove(st->procs + pos + 1, st->procs + pos,
+		(st->n_procs - pos) * sizeof(*st->procs));
+	st->procs[pos] = p;
+	st->n_procs++;
+	return p;
+}
+
+static void proc_links_destroy(struct mem_proc_info *p)
+{
+	for (size_t i = 0; i < p->n_links; i++)
+		bpf_link__destroy(p->links[i]);
+	free(p->links);
+	p->links = NULL;
+	p->n_links = 0;
+	p->heap_attached = false;
+}
+
+static void proc_remove(struct mem_state *st, uint32_t pid)
+{
+	size_t pos;
+	struct mem_proc_info *p = proc_find(st, pid, &pos);
+
+	if (!p)
+		return;
+	proc_links_destroy(p);
+	for (int i = 0; i < M_COUNT; i++)
+		if (st->m[i]) {
+			char pidbuf[16];
+			const char *lv[1] = {pidbuf};
+
+			snprintf(pidbuf, sizeof(pidbuf), "%u", pid);
+			st->host->metric_remove(st->m[i], lv);
+		}
+	free(p);
+	memmove(st->procs + pos, st->procs + pos + 1,
+		(st->n_procs - pos - 1) * sizeof(*st->procs));
+	st->n_procs--;
+}
+
+/* ---- the C library ------------------------------------------------ */
+
+/* The C library a freshly started program gets from the dynamic linker:
+ * the one this daemon was linked against (same ABI), else `ldconfig -p`. */
+static int resolve_self_libc(struct mem_state *st, char *out, size_t len)
+{
+	void *h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	struct link_map *lm = NULL;
+	char text[65536];
+	FILE *f;
+
+	if (h) {
+		if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name &&
+		    lm->l_name[0] == '/') {
+			snprintf(out, len, "%s", lm->l_name);
+			dlclose(h);
+			return 0;
+		}
+		dlclose(h);
+	}
+	f = popen("ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null", "re");
+	if (f) {
+		size_t n = fread(text, 1, sizeof(text) - 1, f);
+
+		text[n] = '\0';
+		pclose(f);
+		if (mem_ldconfig_find_libc(text, out, len) == 0)
+			return 0;
+	}
+	st->host->log(st->inst, NT_LOG_ERROR,
+		      "cannot find the C library (dlinfo and ldconfig -p failed); set library = \"/path/to/libc.so.6\"");
+	return -ENOENT;
+}
+
+static bool same_mount_ns(uint32_t pid)
+{
+	char a[64], b[64], path[64];
+	ssize_t na, nb;
+
+	snprintf(path, sizeof(path), "/proc/%u/ns/mnt", pid);
+	na = readlink("/proc/self/ns/mnt", a, sizeof(a) - 1);
+	nb = readlink(path, b, sizeof(b) - 1);
+	return na <= 0 || nb <= 0 || (na == nb && memcmp(a, b, (size_t)na) == 0);
+}
+
+/* Library whose allocator functions a process uses. */
+static int resolve_libc(struct mem_state *st, uint32_t pid, char *out, size_t len)
+{
+	char path[64], exe[PATH_MAX], *maps;
+	ssize_t n;
+	int rc;
+
+	if (st->cfg->library && st->cfg->library[0]) {
+		snprintf(out, len, "%s", st->cfg->library);
+		return 0;
+	}
+	if (!pid)
+		return resolve_self_libc(st, out, len);
+	/* The child of `-- CMD` waits, not yet exec'd, as a copy of us: its
+	 * maps show our C library, not the one its program will get. */
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		if (strcmp(exe, st->self_exe) == 0)
+			return resolve_self_libc(st, out, len);
+	}
+	maps = malloc(1 << 20);
+	if (!maps)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	rc = read_file(path, maps, 1 << 20);
+	if (rc < 0) {
+		st->host->log(st->inst, NT_LOG_ERROR, "pid %u: cannot read %s: %s",
+			      pid, path, strerror(-rc));
+		free(maps);
+		return rc;
+	}
+	rc = mem_maps_find_libc(maps, exe, sizeof(exe));
+	free(maps);
+	if (rc) {
+		st->host->log(st->inst, NT_LOG_ERROR,
+			      "pid %u maps no shared C library (a static binary?): no heap tracking for it; set library = ... for another allocator",
+			      pid);
+		return rc;
+	}
+	if (same_mount_ns(pid)) {
+		snprintf(out, len, "%s", exe);
+	} else {
+		/* The process sees another root: open its library through it. */
+		int pre = snprintf(out, len, "/proc/%u/root", pid);
+
+		if (pre < 0 || (size_t)pre + strlen(exe) >= len)
+			return -ENAMETOOLONG;
+		memcpy(out + pre, exe, strlen(exe) + 1);
+	}
+	return 0;
+}
+
+/* Resolve each configured function of a library once, logging where it
+ * is probed and whether the kernel will emulate or single-step there. */
+static struct mem_lib *lib_get(struct mem_state *st, const char *path)
+{
+	struct mem_lib *grown, *lib;
+	const struct mem_config *c = st->cfg;
+
+	for (size_t i = 0; i < st->n_libs; i++)
+		if (strcmp(st->libs[i].path, path) == 0)
+			return &st->libs[i];
+	grown = realloc(st->libs, (st->n_libs + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	st->libs = grown;
+	lib = &st->libs[st->n_libs++];
+	memset(lib, 0, sizeof(*lib));
+	snprintf(lib->path, sizeof(lib->path), "%s", path);
+
+	for (unsigned fn = 0; fn < MEM_FN_COUNT; fn++) {
+		struct mem_fn_point *pt = &lib->pts[lib->n_pts];
+		struct mem_attach_point ap;
+		struct mem_elf_func ef;
+		bool dup = false;
+		char hex[3 * 16 + 1] = "";
+		int rc;
+
+		if (fn == MEM_FN_MMAP || fn == MEM_FN_MUNMAP) {
+			if (!c->track_mmap)
+				continue;
+		} else if (!(st->fn_mask & (1u << fn))) {
+			continue;
+		}
+		rc = mem_elf_find_func(path, mem_fn_name(fn), &ef);
+		if (rc) {
+			st->host->log(st->inst, rc == -ENOENT ? NT_LOG_INFO : NT_LOG_WARN,
+				      "%s: %s: %s; not probed", path, mem_fn_name(fn),
+				      rc == -ENOENT ? "no such function" :
+				      rc == -ENOTSUP ? "an IFUNC (resolved at run time)" :
+				      strerror(-rc));
+			continue;
+		}
+		mem_choose_attach(ef.code, ef.code_len, c->attach_skip, &ap);
+		for (uint32_t i = 0; i < ef.code_len && i < 8; i++)
+			snprintf(hex + 3 * i, 4, "%02x ", ef.code[i]);
+		for (size_t i = 0; i < lib->n_pts; i++)
+			if (lib->pts[i].off == ef.file_off + ap.skip) {
+				st->host->log(st->inst, NT_LOG_DEBUG,
+					      "%s: %s is an alias of %s; probed once",
+					      path, mem_fn_name(fn), mem_fn_name(lib->pts[i].fn));
+				dup = true;
+			}
+		if (dup)
+			continue;
+		pt->fn = fn;
+		pt->off = ef.file_off + ap.skip;
+		pt->ok = true;
+		lib->n_pts++;
+		if (ap.skip)
+			st->host->log(st->inst, NT_LOG_INFO,
+				      "%s: %s starts with '%s' (%s), which the kernel single-steps (~15 us a hit); probing %s+%u at '%s' (emulated)",
+				      path, mem_fn_name(fn), ap.first.text, hex,
+				      mem_fn_name(fn), ap.skip, ap.at.text);
+		else
+			st->host->log(st->inst, ap.emulated ? NT_LOG_INFO : NT_LOG_WARN,
+				      "%s: %s starts with '%s' (%s): %s",
+				      path, mem_fn_name(fn), ap.first.text, hex,
+				      ap.emulated ? "emulated by the kernel (cheap uprobe)"
+						  : "the kernel single-steps it (~15 us a hit)");
+	}
+	return lib;
+}
+
+static struct bpf_program *entry_prog(struct mem_state *st, unsigned fn)
+{
+	struct mem_bpf *s = st->skel;
+
+	switch (fn) {
+	case MEM_FN_MALLOC: return s->progs.malloc_enter;
+	case MEM_FN_CALLOC: return s->progs.calloc_enter;
+	case MEM_FN_REALLOC: return s->progs.realloc_enter;
+	case MEM_FN_FREE: return s->progs.free_enter;
+	case MEM_FN_POSIX_MEMALIGN: return s->progs.posix_memalign_enter;
+	case MEM_FN_ALIGNED_ALLOC:
+	case MEM_FN_MEMALIGN: return s->progs.memalign_enter;
+	case MEM_FN_VALLOC:
+	case MEM_FN_PVALLOC: return s->progs.valloc_enter;
+	case MEM_FN_MMAP: return s->progs.mmap_enter;
+	case MEM_FN_MUNMAP: return s->progs.munmap_enter;
+	default: return NULL;
+	}
+}
+
+static int links_push(struct bpf_link ***v, size_t *n, struct bpf_link *l)
+{
+	struct bpf_link **grown = realloc(*v, (*n + 1) * sizeof(*grown));
+
+	if (!grown) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	*v = grown;
+	(*v)[(*n)++] = l;
+	return 0;
+}
+
+/* Attach the allocator probes of `path` for pid (-1: every process). */
+static int heap_attach(struct mem_state *st, int pid, const char *path,
+		       struct bpf_link ***links, size_t *n_links)
+{
+	struct mem_lib *lib = lib_get(st, path);
+	int attached = 0, err = 0;
+
+	if (!lib)
+		return -ENOMEM;
+	for (size_t i = 0; i < lib->n_pts; i++) {
+		const struct mem_fn_point *pt = &lib->pts[i];
+		LIBBPF_OPTS(bpf_uprobe_opts, eo);
+		LIBBPF_OPTS(bpf_uprobe_opts, ro, .retprobe = true);
+		struct bpf_link *l;
+
+		l = bpf_program__attach_uprobe_opts(entry_prog(st, pt->fn), pid, path,
+						    (size_t)pt->off, &eo);
+		if (!l) {
+			err = -errno;
+			st->host->log(st->inst, NT_LOG_ERROR,
+				      "cannot attach uprobe %s:%s (pid %d): %s", path,
+				      mem_fn_name(pt->fn), pid, strerror(-err));
+			continue;
+		}
+		if (links_push(links, n_links, l))
+			return -ENOMEM;
+		if (mem_fn_needs_return(pt->fn)) {
+			l = bpf_program__attach_uprobe_opts(st->skel->progs.alloc_return,
+							    pid, path, (size_t)pt->off, &ro);
+			if (!l) {
+				err = -errno;
+				st->host->log(st->inst, NT_LOG_ERROR,
+					      "cannot attach uretprobe %s:%s (pid %d): %s",
+					      path, mem_fn_name(pt->fn), pid, strerror(-err));
+				continue;
+			}
+			if (links_push(links, n_links, l))
+				return -ENOMEM;
+		}
+		attached++;
+	}
+	if (!attached)
+		return err ? err : -ENOENT;
+	return 0;
+}
+
+static int heap_attach_pid(struct mem_state *st, uint32_t pid)
+{
+	struct mem_proc_info *p = proc_get(st, pid);
+	int rc;
+
+	if (!p)
+		return -ENOMEM;
+	if (p->heap_attached)
+		return 0;
+	rc = resolve_libc(st, pid, p->lib, sizeof(p->lib));
+	if (rc)
+		return rc;
+	rc = heap_attach(st, (int)pid, p->lib, &p->links, &p->n_links);
+	if (rc) {
+		proc_links_destroy(p);
+		return rc;
+	}
+	p->heap_attached = true;
+	st->host->log(st->inst, NT_LOG_INFO, "pid %u (%s): heap probes on %s",
+		      pid, p->comm, p->lib);
+	return 0;
+}
+
+/* ---- stacks ------------------------------------------------------- */
+
+static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_id)
+{
+	uint64_t ips[MEM_MAX_DEPTH];
+	char text[STACK_TEXT_MAX], frame[512], function[512] = "", first[512] = "";
+	size_t used = 0;
+	int depth = (int)st->cfg->stack_depth;
+	struct mem_proc_info *p = proc_find(st, tgid, NULL);
+	const char *alloc_lib = p && p->lib[0] ? p->lib : st->self_libc;
+
+	if (stack_id < 0 || mem_symcache_get(&st->syms, tgid, stack_id))
+		return;
+	memset(ips, 0, sizeof(ips));
+	if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.stacks), &stack_id, ips))
+		return;
+	text[0] = '\0';
+	for (int i = 0; i < depth && i < MEM_MAX_DEPTH && ips[i]; i++) {
+		struct nt_symbol sym;
+		int rc = st->host->symbolize(st->inst, tgid, ips[i], &sym);
+
+		mem_format_frame(frame, sizeof(frame), ips[i], rc, &sym);
+		if (!first[0])
+			snprintf(first, sizeof(first), "%s", rc == 0 && sym.name ? sym.name : frame);
+		if (!function[0] && rc == 0 && sym.name &&
+		    !mem_frame_is_allocator(sym.name, sym.module, alloc_lib) &&
+		    !mem_is_libc_path(sym.module))
+			snprintf(function, sizeof(function), "%s", sym.name);
+		if (used + strlen(frame) + 5 >= sizeof(text))
+			break;
+		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%s",
+					 used ? " <- " : "", frame);
+	}
+	mem_symcache_put(&st->syms, tgid, stack_id, text,
+			 function[0] ? function : first);
+}
+
+/* ---- publishing --------------------------------------------------- */
+
+static void hdr_fill(struct mem_state *st, struct nt_event_hdr *h, int type,
+		     uint32_t size, uint32_t pid)
+{
+	struct mem_proc_info *p = proc_find(st, pid, NULL);
+
+	memset(h, 0, sizeof(*h));
+	h->type = (uint32_t)type;
+	h->size = size;
+	h->ts_ns = mono_ns();
+	h->pid = pid;
+	h->tid = pid;
+	if (p)
+		memcpy(h->comm, p->comm, sizeof(h->comm));
+}
+
+static void *buf_get(struct mem_state *st, size_t len)
+{
+	if (len > st->buf_len) {
+		char *b = realloc(st->buf, len);
+
+		if (!b)
+			return NULL;
+		st->buf = b;
+		st->buf_len = len;
+	}
+	memset(st->buf, 0, len);
+	return st->buf;
+}
+
+static void put_vstr(void *rec, size_t *off, struct nt_vstr *v, const char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+
+	v->off = (uint32_t)*off;
+	v->len = (uint32_t)len;
+	if (len)
+		memcpy((char *)rec + *off, s, len);
+	*off += len;
+}
+
+static void metric_set(struct mem_state *st, int m, uint32_t pid, double v)
+{
+	char pidbuf[16];
+	const char *lv[1] = {pidbuf};
+
+	if (!st->m[m])
+		return;
+	snprintf(pidbuf, sizeof(pidbuf), "%u", pid);
+	st->host->metric_set(st->m[m], lv, v);
+}
+
+static void metric_delta(struct mem_state *st, int m, uint32_t pid,
+			 uint64_t now, uint64_t *last)
+{
+	char pidbuf[16];
+	const char *lv[1] = {pidbuf};
+
+	if (now <= *last)
+		return;
+	if (st->m[m]) {
+		snprintf(pidbuf, sizeof(pidbuf), "%u", pid);
+		st->host->metric_add(st->m[m], lv, (double)(now - *last));
+	}
+	*last = now;
+}
+
+static void report_rss(struct mem_state *st, uint32_t pid,
+		       const struct mem_proc *pr, bool final)
+{
+	struct mem_proc_info *p = proc_get(st, pid);
+	struct mem_rss_event *e;
+	unsigned sh = st->page_shift;
+	uint64_t rss = pr->pages[MEM_FILEPAGES] + pr->pages[MEM_ANONPAGES] +
+		       pr->pages[MEM_SHMEMPAGES];
+
+	if (!p)
+		return;
+	metric_set(st, M_RSS, pid, (double)(rss << sh));
+	metric_set(st, M_RSS_ANON, pid, (double)(pr->pages[MEM_ANONPAGES] << sh));
+	metric_set(st, M_RSS_PEAK, pid, (double)(pr->peak_rss_pages << sh));
+	metric_set(st, M_SWAP, pid, (double)(pr->pages[MEM_SWAPENTS] << sh));
+	metric_delta(st, M_FAULTS, pid, pr->faults, &p->c_faults);
+	if (!final && rss == p->pub_rss && pr->peak_rss_pages == p->pub_peak &&
+	    pr->faults == p->pub_faults && pr->pages[MEM_SWAPENTS] == p->pub_swap)
+		return;
+	p->pub_rss = rss;
+	p->pub_peak = pr->peak_rss_pages;
+	p->pub_faults = pr->faults;
+	p->pub_swap = pr->pages[MEM_SWAPENTS];
+	e = buf_get(st, sizeof(*e));
+	if (!e)
+		return;
+	hdr_fill(st, &e->hdr, st->t_rss, sizeof(*e), pid);
+	e->rss_bytes = rss << sh;
+	e->anon_bytes = pr->pages[MEM_ANONPAGES] << sh;
+	e->file_bytes = pr->pages[MEM_FILEPAGES] << sh;
+	e->shmem_bytes = pr->pages[MEM_SHMEMPAGES] << sh;
+	e->swap_bytes = pr->pages[MEM_SWAPENTS] << sh;
+	e->peak_rss_bytes = pr->peak_rss_pages << sh;
+	e->faults = pr->faults;
+	e->final = final;
+	st->host->publish(st->inst, &e->hdr);
+}
+
+static void report_heap(struct mem_state *st, uint32_t pid,
+			const struct mem_heap_stats *hs, bool final)
+{
+	struct mem_proc_info *p = proc_get(st, pid);
+	struct mem_heap_event *e;
+
+	if (!p)
+		return;
+	metric_set(st, M_HEAP_LIVE, pid, (double)hs->live_bytes);
+	metric_set(st, M_HEAP_LIVE_ALLOCS, pid, (double)hs->live_allocs);
+	metric_set(st, M_HEAP_PEAK, pid, (double)hs->peak_bytes);
+	metric_set(st, M_MMAP_LIVE, pid, (double)hs->mmap_live_bytes);
+	metric_delta(st, M_HEAP_ALLOCS, pid, hs->allocs, &p->c_allocs);
+	metric_delta(st, M_HEAP_FREES, pid, hs->frees, &p->c_frees);
+	metric_delta(st, M_HEAP_ALLOC_BYTES, pid, hs->alloc_bytes, &p->c_alloc_bytes);
+	metric_delta(st, M_HEAP_FREED_BYTES, pid, hs->freed_bytes, &p->c_freed_bytes);
+	metric_delta(st, M_UNTRACKED, pid, hs->untracked, &p->c_untracked);
+	if (!final && hs->allocs == p->pub_allocs && hs->frees == p->pub_frees &&
+	    hs->mmaps == p->pub_mmaps && hs->munmaps == p->pub_munmaps)
+		return;
+	p->pub_allocs = hs->allocs;
+	p->pub_frees = hs->frees;
+	p->pub_mmaps = hs->mmaps;
+	p->pub_munmaps = hs->munmaps;
+	e = buf_get(st, sizeof(*e));
+	if (!e)
+		return;
+	hdr_fill(st, &e->hdr, st->t_heap, sizeof(*e), pid);
+	e->live_bytes = hs->live_bytes;
+	e->live_allocs = hs->live_allocs;
+	e->peak_bytes = hs->peak_bytes;
+	e->allocs = hs->allocs;
+	e->frees = hs->frees;
+	e->alloc_bytes = hs->alloc_bytes;
+	e->freed_bytes = hs->freed_bytes;
+	e->mmap_live_bytes = hs->mmap_live_bytes;
+	e->mmap_peak_bytes = hs->mmap_peak_bytes;
+	e->mmaps = hs->mmaps;
+	e->munmaps = hs->munmaps;
+	e->untracked = hs->untracked;
+	e->sampled_out = hs->sampled_out;
+	e->stack_lost = hs->stack_lost;
+	e->final = final;
+	st->host->publish(st->inst, &e->hdr);
+}
+
+/* mem.leak for each of the top stacks, then mem.report. */
+static void report_stacks(struct mem_state *st, uint32_t pid, bool final,
+			  const struct mem_heap_stats *hs, bool have_hs,
+			  const struct mem_proc *pr, bool have_pr)
+{
+	size_t top = (size_t)st->cfg->top_n, n, total = 0;
+	struct mem_group *gs = calloc(top, sizeof(*gs));
+	struct mem_report_line *lines = calloc(top, sizeof(*lines));
+	struct mem_proc_info *p = proc_get(st, pid);
+	uint64_t now = mono_ns();
+	char *text = NULL;
+
+	if (!gs || !lines || !p)
+		goto out;
+	n = mem_groups_top(&st->groups, pid, gs, top, &total);
+	for (size_t i = 0; i < n; i++) {
+		const struct mem_stack_text *t;
+		struct mem_leak_event *e;
+		size_t off = sizeof(*e), fl, sl;
+
+		symbolize_stack(st, pid, gs[i].stack_id);
+		t = gs[i].stack_id >= 0 ? mem_symcache_get(&st->syms, pid, gs[i].stack_id) : NULL;
+		lines[i].g = &gs[i];
+		lines[i].text = t ? t->text : NULL;
+		lines[i].function = t ? t->function : NULL;
+		fl = t ? strlen(t->function) : 0;
+		sl = t ? strlen(t->text) : 0;
+		e = buf_get(st, off + fl + sl);
+		if (!e)
+			continue;
+		hdr_fill(st, &e->hdr, st->t_leak, (uint32_t)(off + fl + sl), pid);
+		e->bytes = gs[i].bytes;
+		e->allocs = gs[i].count;
+		e->oldest_age_ns = now > gs[i].oldest_ns ? now - gs[i].oldest_ns : 0;
+		e->rank = (uint32_t)(i + 1);
+		e->stack_id = gs[i].stack_id;
+		e->final = final;
+		e->kind = (uint8_t)gs[i].kind;
+		put_vstr(e, &off, &e->function, t ? t->function : NULL);
+		put_vstr(e, &off, &e->stack, t ? t->text : NULL);
+		st->host->publish(st->inst, &e->hdr);
+	}
+	if (!n && !final)
+		goto out;
+
+	struct mem_report_proc rp = {
+		.pid = pid,
+		.comm = p->comm,
+		.final = final,
+		.heap = have_hs,
+		.rss = have_pr,
+	};
+	if (have_hs) {
+		rp.live_bytes = hs->live_bytes;
+		rp.live_allocs = hs->live_allocs;
+		rp.peak_bytes = hs->peak_bytes;
+		rp.mmap_live_bytes = hs->mmap_live_bytes;
+		rp.allocs = hs->allocs;
+		rp.frees = hs->frees;
+	}
+	if (have_pr) {
+		rp.rss_bytes = (pr->pages[MEM_FILEPAGES] + pr->pages[MEM_ANONPAGES] +
+				pr->pages[MEM_SHMEMPAGES]) << st->page_shift;
+		rp.peak_rss_bytes = pr->peak_rss_pages << st->page_shift;
+	}
+	text = malloc(REPORT_TEXT_MAX);
+	if (!text)
+		goto out;
+	size_t tl = mem_format_report(text, REPORT_TEXT_MAX, &rp, lines, n, total);
+	if (tl >= REPORT_TEXT_MAX)
+		tl = REPORT_TEXT_MAX - 1;
+	struct mem_report_event *r = buf_get(st, sizeof(*r) + tl);
+	if (r) {
+		size_t off = sizeof(*r);
+
+		hdr_fill(st, &r->hdr, st->t_report, (uint32_t)(sizeof(*r) + tl), pid);
+		r->final = final;
+		text[tl] = '\0';
+		put_vstr(r, &off, &r->text, text);
+		st->host->publish(st->inst, &r->hdr);
+	}
+out:
+	free(text);
+	free(gs);
+	free(lines);
+}
+
+/* ---- reading the maps ------------------------------------------- */
+
+struct scan_ctx {
+	const uint32_t *only; /* NULL: every process; else this sorted set */
+	size_t n_only;
+	uint64_t min_ts;      /* skip allocations newer than this */
+	struct mem_alloc_key *doomed; /* keys to delete (finalized processes) */
+	size_t n_doomed, cap_doomed;
+};
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void scan_one(struct mem_state *st, struct scan_ctx *sc,
+		     const struct mem_alloc_key *k, const struct mem_alloc_val *v)
+{
+	if (sc->only) {
+		if (!bsearch(&k->tgid, sc->only, sc->n_only, sizeof(uint32_t), cmp_u32))
+			return;
+		if (sc->n_doomed == sc->cap_doomed) {
+			size_t cap = sc->cap_doomed ? sc->cap_doomed * 2 : 256;
+			struct mem_alloc_key *g = realloc(sc->doomed, cap * sizeof(*g));
+
+			if (g) {
+				sc->doomed = g;
+				sc->cap_doomed = cap;
+			}
+		}
+		if (sc->n_doomed < sc->cap_doomed)
+			sc->doomed[sc->n_doomed++] = *k;
+	} else if (v->ts_ns > sc->min_ts) {
+		return;
+	}
+	mem_groups_add(&st->groups, k->tgid, v->stack_id, v->kind,
+		       v->size * v->weight, v->weight, v->ts_ns);
+}
+
+/* Group the outstanding allocations (of sc->only, or of everyone). */
+static void scan_allocs(struct mem_state *st, struct scan_ctx *sc)
+{
+	int fd = bpf_map__fd(st->skel->maps.allocs);
+	enum { CHUNK = 4096 };
+	struct mem_alloc_key *keys = malloc(CHUNK * sizeof(*keys));
+	struct mem_alloc_val *vals = malloc(CHUNK * sizeof(*vals));
+	struct mem_alloc_key cur, next;
+	__u64 in = 0, out = 0;
+	bool first = true, batch_ok = true;
+
+	mem_groups_reset(&st->groups);
+	if (!keys || !vals)
+		goto done;
+	/* Batched lookup (one syscall per CHUNK records) ... */
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		__u32 count = CHUNK;
+		int rc = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys,
+					      vals, &count, &opts);
+		int err = rc ? -errno : 0;
+
+		for (__u32 i = 0; i < count; i++)
+			scan_one(st, sc, &keys[i], &vals[i]);
+		if (err == -ENOENT)
+			goto done;
+		if (err) {
+			if (first && (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP))
+				batch_ok = false;
+			break;
+		}
+		first = false;
+		in = out;
+	}
+	if (batch_ok)
+		goto done;
+	/* ... else one key at a time. */
+	for (int rc = bpf_map_get_next_key(fd, NULL, &cur); rc == 0;
+	     rc = bpf_map_get_next_key(fd, &cur, &next), cur = next) {
+		struct mem_alloc_val v;
+
+		if (bpf_map_lookup_elem(fd, &cur, &v) == 0)
+			scan_one(st, sc, &cur, &v);
+	}
+done:
+	free(keys);
+	free(vals);
+}
+
+static void finalize_pending(struct mem_state *st);
+
+/* Every interval: RSS, heap counters, top stacks, drops. */
+static void tick(struct mem_state *st)
+{
+	int pfd = bpf_map__fd(st->skel->maps.procs);
+	int hfd = bpf_map__fd(st->skel->maps.heap);
+	uint64_t now = mono_ns();
+	uint32_t key, next;
+	int rc;
+
+	finalize_pending(st);
+	if (st->cfg->rss || st->cfg->faults)
+		for (rc = bpf_map_get_next_key(pfd, NULL, &key); rc == 0;
+		     rc = bpf_map_get_next_key(pfd, &key, &next), key = next) {
+			struct mem_proc pr;
+
+			if (bpf_map_lookup_elem(pfd, &key, &pr) == 0)
+				report_rss(st, key, &pr, false);
+		}
+	if (st->heap_on) {
+		struct scan_ctx sc = {
+			.min_ts = now - (uint64_t)st->cfg->min_age_ms * 1000000ull,
+		};
+
+		scan_allocs(st, &sc);
+		for (rc = bpf_map_get_next_key(hfd, NULL, &key); rc == 0;
+		     rc = bpf_map_get_next_key(hfd, &key, &next), key = next) {
+			struct mem_heap_stats hs;
+			struct mem_proc pr;
+			bool have_pr;
+
+			if (bpf_map_lookup_elem(hfd, &key, &hs))
+				continue;
+			/* A process that left without an exit record (lost
+			 * ring-buffer space): finalize it now. */
+			if (kill((pid_t)key, 0) != 0 && errno == ESRCH) {
+				struct mem_proc_info *p = proc_get(st, key);
+
+				if (p && !p->finalized) {
+					uint32_t *grown = st->exits;
+
+					if (st->n_exits == st->cap_exits) {
+						size_t cap = st->cap_exits ? st->cap_exits * 2 : 16;
+
+						grown = realloc(st->exits, cap * sizeof(*grown));
+						if (grown) {
+							st->exits = grown;
+							st->cap_exits = cap;
+						}
+					}
+					if (st->n_exits < st->cap_exits)
+						st->exits[st->n_exits++] = key;
+				}
+				continue;
+			}
+			report_heap(st, key, &hs, false);
+			have_pr = bpf_map_lookup_elem(pfd, &key, &pr) == 0;
+			report_stacks(st, key, false, &hs, true, &pr, have_pr);
+		}
+		finalize_pending(st);
+	}
+	/* Forget processes finalized at least one interval ago. */
+	for (size_t i = 0; i < st->n_procs;) {
+		struct mem_proc_info *p = st->procs[i];
+
+		if (p->finalized && now - p->gone_ns >= (uint64_t)st->cfg->interval_ms * 1000000ull) {
+			proc_remove(st, p->pid);
+			continue;
+		}
+		i++;
+	}
+	nt_bpf_report_drops(st->host, st->inst, bpf_map__fd(st->skel->maps.nt_drops),
+			    &st->drops_reported);
+}
+
+/* ---- process exit ------------------------------------------------- */
+
+static void queue_exit(struct mem_state *st, uint32_t pid)
+{
+	struct mem_proc_info *p = proc_find(st, pid, NULL);
+
+	if (p && p->finalized)
+		return;
+	for (size_t i = 0; i < st->n_exits; i++)
+		if (st->exits[i] == pid)
+			return;
+	if (st->n_exits == st->cap_exits) {
+		size_t cap = st->cap_exits ? st->cap_exits * 2 : 16;
+		uint32_t *grown = realloc(st->exits, cap * sizeof(*grown));
+
+		if (!grown)
+			return;
+		st->exits = grown;
+		st->cap_exits = cap;
+	}
+	st->exits[st->n_exits++] = pid;
+}
+
+/* Final reports of the processes that left, then forget their data. */
+static void finalize_pending(struct mem_state *st)
+{
+	int pfd = bpf_map__fd(st->skel->maps.procs);
+	int hfd = bpf_map__fd(st->skel->maps.heap);
+	int afd = bpf_map__fd(st->skel->maps.allocs);
+	struct scan_ctx sc = {0};
+	uint32_t *pids;
+	size_t n;
+	bool any_heap = false;
+
+	if (!st->n_exits)
+		return;
+	pids = st->exits;
+	n = st->n_exits;
+	st->exits = NULL;
+	st->n_exits = st->cap_exits = 0;
+	qsort(pids, n, sizeof(*pids), cmp_u32);
+
+	for (size_t i = 0; i < n; i++) {
+		struct mem_heap_stats hs;
+
+		if (bpf_map_lookup_elem(hfd, &pids[i], &hs) == 0 && hs.allocs + hs.mmaps)
+			any_heap = true;
+	}
+	if (any_heap) {
+		sc.only = pids;
+		sc.n_only = n;
+		scan_allocs(st, &sc);
+	} else {
+		mem_groups_reset(&st->groups);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t pid = pids[i];
+		struct mem_heap_stats hs;
+		struct mem_proc pr;
+		bool have_hs = bpf_map_lookup_elem(hfd, &pid, &hs) == 0;
+		bool have_pr = bpf_map_lookup_elem(pfd, &pid, &pr) == 0;
+		struct mem_proc_info *p = proc_get(st, pid);
+		char live[32];
+
+		if (!p || p->finalized)
+			continue;
+		if (have_pr)
+			report_rss(st, pid, &pr, true);
+		if (have_hs) {
+			report_heap(st, pid, &hs, true);
+			mem_fmt_bytes(live, sizeof(live),
+				      hs.live_bytes > 0 ? (uint64_t)hs.live_bytes : 0);
+		}
+		if (have_hs || have_pr)
+			report_stacks(st, pid, true, &hs, have_hs, &pr, have_pr);
+		if (p->heap_attached || (st->host->target_map_fd(st->inst) >= 0 && (have_hs || have_pr)))
+			st->host->log(st->inst, NT_LOG_INFO,
+				      "target pid %u (%s) exited%s%s%s; final report published, the other targets go on",
+				      pid, p->comm, have_hs ? ": " : "",
+				      have_hs ? live : "", have_hs ? " of heap outstanding" : "");
+		proc_links_destroy(p);
+		p->finalized = true;
+		p->gone_ns = mono_ns();
+		bpf_map_delete_elem(hfd, &pid);
+		bpf_map_delete_elem(pfd, &pid);
+		mem_symcache_forget(&st->syms, pid);
+	}
+	for (size_t i = 0; i < sc.n_doomed; i++)
+		bpf_map_delete_elem(afd, &sc.doomed[i]);
+	free(sc.doomed);
+	free(pids);
+}
+
+/* ---- ring buffer -------------------------------------------------- */
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct mem_state *st = ctx;
+	const struct nt_event_hdr *h = data;
+
+	if (size < sizeof(*h))
+		return 0;
+	if (h->type != 0) {
+		st->host->publish(st->inst, h);
+		if (h->type == (uint32_t)st->t_oom) {
+			char pidbuf[16];
+			const char *lv[1] = {pidbuf};
+
+			snprintf(pidbuf, sizeof(pidbuf), "%u", h->pid);
+			if (st->m[M_OOM])
+				st->host->metric_add(st->m[M_OOM], lv, 1);
+			st->host->log(st->inst, NT_LOG_WARN,
+				      "OOM killer chose pid %u (%.16s)", h->pid, h->comm);
+		}
+		return 0;
+	}
+	if (size < sizeof(struct mem_internal))
+		return 0;
+	const struct mem_internal *r = data;
+
+	switch (r->kind) {
+	case MEM_REC_STACK:
+		symbolize_stack(st, r->tgid, r->stack_id);
+		break;
+	case MEM_REC_EXIT:
+		queue_exit(st, r->tgid);
+		break;
+	case MEM_REC_FORK:
+		if (st->per_pid) {
+			struct mem_proc_info *parent = proc_find(st, r->tgid, NULL);
+
+			if (parent && parent->heap_attached) {
+				int rc = heap_attach_pid(st, r->child);
+
+				if (rc)
+					st->host->log(st->inst, NT_LOG_WARN,
+						      "pid %u (child of %u): no heap probes: %s",
+						      r->child, r->tgid, strerror(-rc));
+			}
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ops                                                                 */
+/* ------------------------------------------------------------------ */
+
+static void mem_fini(void *state);
+
+static int mem_init(struct nt_instance *inst, const struct nt_host *host,
+		    const void *config, void **state)
+{
+	const struct mem_config *c = config;
+	struct mem_state *st;
+	bool have_alloc = false;
+	ssize_t n;
+
+	for (uint32_t i = 0; i < c->functions.n; i++) {
+		const char *name = c->functions.v[i];
+		int fn = mem_fn_from_name(name);
+
+		if (fn < 0)
+			return host->config_error(inst, "functions",
+						  "unknown allocator function '%s' (known: malloc, calloc, realloc, free, posix_memalign, aligned_alloc, memalign, valloc, pvalloc)",
+						  name);
+		if (fn != MEM_FN_FREE)
+			have_alloc = true;
+	}
+	if (have_alloc && strcmp(c->heap, "off") != 0) {
+		bool have_free = false;
+
+		for (uint32_t i = 0; i < c->functions.n; i++)
+			have_free |= strcmp(c->functions.v[i], "free") == 0;
+		if (!have_free)
+			return host->config_error(inst, "functions",
+						  "lists allocating functions but not 'free': every block would look leaked");
+	}
+	if (c->library && c->library[0] && access(c->library, R_OK) != 0)
+		return host->config_error(inst, "library", "cannot read '%s': %s",
+					  c->library, strerror(errno));
+	if (c->sample_every > 1 && c->sample_min_bytes == 0)
+		host->log(inst, NT_LOG_WARN,
+			  "sample_every = %" PRId64 " has no effect while sample_min_bytes = 0",
+			  c->sample_every);
+
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->inst = inst;
+	st->host = host;
+	st->cfg = c;
+	for (uint32_t i = 0; i < c->functions.n; i++)
+		st->fn_mask |= 1u << mem_fn_from_name(c->functions.v[i]);
+	st->heap_on = strcmp(c->heap, "off") != 0 && have_alloc;
+	st->page_shift = (uint32_t)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
+	mem_symcache_init(&st->syms);
+	mem_groups_init(&st->groups);
+	n = readlink("/proc/self/exe", st->self_exe, sizeof(st->self_exe) - 1);
+	if (n > 0)
+		st->self_exe[n] = '\0';
+
+	if ((st->t_rss = host->register_schema(inst, &rss_schema)) < 0 ||
+	    (st->t_heap = host->register_schema(inst, &heap_schema)) < 0 ||
+	    (st->t_leak = host->register_schema(inst, &leak_schema)) < 0 ||
+	    (st->t_report = host->register_schema(inst, &report_schema)) < 0 ||
+	    (st->t_oom = host->register_schema(inst, &oom_schema)) < 0) {
+		int err = st->t_rss < 0 ? st->t_rss : st->t_heap < 0 ? st->t_heap :
+			  st->t_leak < 0 ? st->t_leak : st->t_report < 0 ? st->t_report : st->t_oom;
+		mem_fini(st);
+		return err;
+	}
+	for (int i = 0; i < M_COUNT; i++)
+		st->m[i] = host->metric_register(inst, &metric_descs[i]);
+	host->subscribe(inst, "proc.exit");
+	*state = st;
+	return 0;
+}
+
+static bool tp_exists(struct mem_state *st, const char *group, const char *name)
+{
+	char path[256];
+
+	if (st->btf)
+		return libbpf_find_vmlinux_btf_id(name, BPF_TRACE_RAW_TP) > 0;
+	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/%s", group, name);
+	if (access(path, F_OK) == 0)
+		return true;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/tracing/events/%s/%s", group, name);
+	return access(path, F_OK) == 0;
+}
+
+static void want_tp(struct mem_state *st, bool on, struct bpf_program *btf,
+		    struct bpf_program *raw, const char *group, const char *name)
+{
+	bool exists = on && tp_exists(st, group, name);
+
+	if (on && !exists)
+		st->host->log(st->inst, NT_LOG_WARN,
+			      "this kernel has no %s/%s tracepoint; that part is off", group, name);
+	bpf_program__set_autoload(btf, exists && st->btf);
+	bpf_program__set_autoload(raw, exists && !st->btf);
+}
+
+static int attach_tp(struct mem_state *st, struct bpf_program *prog)
+{
+	struct bpf_link *l;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	l = bpf_program__attach(prog);
+	if (!l) {
+		int err = -errno;
+
+		st->host->log(st->inst, NT_LOG_ERROR, "cannot attach %s: %s",
+			      bpf_program__name(prog), strerror(-err));
+		return err;
+	}
+	return links_push(&st->tlinks, &st->n_tlinks, l);
+}
+
+static int mem_attach(void *state)
+{
+	struct mem_state *st = state;
+	const struct mem_config *c = st->cfg;
+	struct mem_bpf *s;
+	int map_fd = st->host->target_map_fd(st->inst);
+	uint32_t pids[256];
+	size_t n_pids = st->host->target_pids(st->inst, pids, NT_ARRAY_LEN(pids));
+	bool heap = st->heap_on;
+	int err;
+
+	if (heap && map_fd < 0 && strcmp(c->heap, "always") != 0) {
+		st->host->log(st->inst, NT_LOG_INFO,
+			      "host-wide run: heap tracking is off (it would put a uprobe on every process's malloc); use -p PID or -- CMD, or heap = \"always\"");
+		heap = false;
+	}
+	st->heap_on = heap;
+	st->per_pid = heap && map_fd >= 0 && n_pids > 0;
+	if (n_pids > NT_ARRAY_LEN(pids))
+		n_pids = NT_ARRAY_LEN(pids);
+	resolve_self_libc(st, st->self_libc, sizeof(st->self_libc));
+
+	st->skel = s = mem_bpf__open();
+	if (!s) {
+		err = -errno;
+		st->host->log(st->inst, NT_LOG_ERROR, "cannot open the BPF object: %s",
+			      strerror(-err));
+		return err;
+	}
+	st->btf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+	s->rodata->oom_type = (uint32_t)st->t_oom;
+	s->rodata->page_shift = st->page_shift;
+	s->rodata->sample_min_bytes = (uint64_t)c->sample_min_bytes;
+	s->rodata->sample_every = (uint32_t)c->sample_every;
+	s->rodata->want_stacks = c->stacks;
+	s->rodata->want_fork = st->per_pid;
+	if ((err = nt_bpf_use_targets(st->host, st->inst, s->maps.nt_targets,
+				      &s->rodata->nt_filter_on)))
+		return err;
+	bpf_map__set_max_entries(s->maps.allocs, heap ? (uint32_t)c->max_allocs : 1);
+	bpf_map__set_max_entries(s->maps.stacks,
+				 heap && c->stacks ? (uint32_t)c->max_stacks : 1);
+	bpf_map__set_value_size(s->maps.stacks, (uint32_t)c->stack_depth * sizeof(__u64));
+	if (!heap) {
+		bpf_map__set_max_entries(s->maps.pending, 1);
+		bpf_map__set_max_entries(s->maps.seen_stacks, 1);
+	}
+	want_tp(st, c->rss, s->progs.rss_stat_btf, s->progs.rss_stat_raw, "kmem", "rss_stat");
+	want_tp(st, c->faults, s->progs.page_fault_btf, s->progs.page_fault_raw,
+		"exceptions", "page_fault_user");
+	want_tp(st, c->oom, s->progs.mark_victim_btf, s->progs.mark_victim_raw, "oom", "mark_victim");
+	want_tp(st, true, s->progs.exit_btf, s->progs.exit_raw, "sched", "sched_process_exit");
+	want_tp(st, st->per_pid, s->progs.fork_btf, s->progs.fork_raw, "sched", "sched_process_fork");
+
+	err = mem_bpf__load(s);
+	if (err) {
+		st->host->log(st->inst, NT_LOG_ERROR,
+			      "cannot load the BPF object: %s (run as root, or with CAP_BPF and CAP_PERFMON)",
+			      strerror(-err));
+		return err;
+	}
+	struct bpf_program *tps[] = {
+		s->progs.rss_stat_btf, s->progs.rss_stat_raw, s->progs.page_fault_btf,
+		s->progs.page_fault_raw, s->progs.mark_victim_btf, s->progs.mark_victim_raw,
+		s->progs.exit_btf, s->progs.exit_raw, s->progs.fork_btf, s->progs.fork_raw,
+	};
+	for (size_t i = 0; i < NT_ARRAY_LEN(tps); i++)
+		if ((err = attach_tp(st, tps[i])))
+			return err;
+
+	/* Seed RSS of running targets: the tracepoint fires only on change. */
+	if (c->rss)
+		for (size_t i = 0; i < n_pids; i++) {
+			char path[64], text[256], exe[PATH_MAX];
+			uint64_t size, res, shared;
+			struct mem_proc pr = {0};
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/proc/%u/exe", pids[i]);
+			n = readlink(path, exe, sizeof(exe) - 1);
+			if (n > 0) {
+				exe[n] = '\0';
+				if (strcmp(exe, st->self_exe) == 0)
+					continue; /* the -- CMD child, not exec'd yet */
+			}
+			snprintf(path, sizeof(path), "/proc/%u/statm", pids[i]);
+			if (read_file(path, text, sizeof(text)) <= 0 ||
+			    mem_parse_statm(text, &size, &res, &shared))
+				continue;
+			pr.pages[MEM_FILEPAGES] = shared;
+			pr.pages[MEM_ANONPAGES] = res > shared ? res - shared : 0;
+			pr.peak_rss_pages = res;
+			bpf_map_update_elem(bpf_map__fd(s->maps.procs), &pids[i], &pr, BPF_NOEXIST);
+		}
+
+	if (heap) {
+		if (st->per_pid) {
+			size_t ok = 0;
+
+			for (size_t i = 0; i < n_pids; i++) {
+				int rc = heap_attach_pid(st, pids[i]);
+
+				if (rc)
+					st->host->log(st->inst, NT_LOG_ERROR,
+						      "pid %u: no heap tracking: %s", pids[i],
+						      strerror(-rc));
+				else
+					ok++;
+			}
+			if (!ok)
+				st->host->log(st->inst, NT_LOG_WARN,
+					      "no target got heap probes; RSS and faults go on");
+		} else {
+			char lib[PATH_MAX];
+
+			err = resolve_libc(st, 0, lib, sizeof(lib));
+			if (!err)
+				err = heap_attach(st, -1, lib, &st->glinks, &st->n_glinks);
+			if (err)
+				st->host->log(st->inst, NT_LOG_ERROR,
+					      "no heap tracking: %s; RSS and faults go on",
+					      strerror(-err));
+			else
+				st->host->log(st->inst, NT_LOG_INFO,
+					      "heap probes on %s for every process%s", lib,
+					      map_fd >= 0 ? " (filtered to the targets in BPF)" : "");
+		}
+	}
+
+	st->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, st, NULL);
+	if (!st->rb) {
+		err = -errno;
+		st->host->log(st->inst, NT_LOG_ERROR, "cannot open the ring buffer: %s",
+			      strerror(-err));
+		return err;
+	}
+	if ((err = st->host->watch_fd(st->inst, ring_buffer__epoll_fd(st->rb), TOKEN_RING)) ||
+	    (err = st->host->add_timer(st->inst, (uint64_t)c->interval_ms, TOKEN_TICK)))
+		return err;
+	return 0;
+}
+
+static int mem_poll(void *state, uint32_t token, uint32_t budget)
+{
+	struct mem_state *st = state;
+	int n = 0;
+
+	(void)budget; /* libbpf 1.1 has no ring_buffer__consume_n */
+	if (!st->rb)
+		return 0;
+	if (token == TOKEN_RING) {
+		n = ring_buffer__consume(st->rb);
+		if (n < 0)
+			return n;
+		finalize_pending(st);
+	} else if (token == TOKEN_TICK) {
+		ring_buffer__consume(st->rb);
+		tick(st);
+	}
+	return n;
+}
+
+static void mem_consume(void *state, const struct nt_event_hdr *ev,
+			const struct nt_schema *schema)
+{
+	struct mem_state *st = state;
+
+	if (schema && schema->name && strcmp(schema->name, "proc.exit") == 0)
+		queue_exit(st, ev->pid);
+}
+
+static void mem_flush(void *state)
+{
+	struct mem_state *st = state;
+
+	if (!st->skel || !st->rb)
+		return;
+	ring_buffer__consume(st->rb);
+	finalize_pending(st);
+	tick(st);
+}
+
+static void mem_detach(void *state)
+{
+	struct mem_state *st = state;
+
+	if (st->skel && st->rb) {
+		ring_buffer__consume(st->rb);
+		finalize_pending(st);
+	}
+	for (size_t i = 0; i < st->n_procs; i++)
+		proc_links_destroy(st->procs[i]);
+	for (size_t i = 0; i < st->n_glinks; i++)
+		bpf_link__destroy(st->glinks[i]);
+	free(st->glinks);
+	st->glinks = NULL;
+	st->n_glinks = 0;
+	for (size_t i = 0; i < st->n_tlinks; i++)
+		bpf_link__destroy(st->tlinks[i]);
+	free(st->tlinks);
+	st->tlinks = NULL;
+	st->n_tlinks = 0;
+	ring_buffer__free(st->rb);
+	st->rb = NULL;
+	mem_bpf__destroy(st->skel);
+	st->skel = NULL;
+}
+
+static void mem_fini(void *state)
+{
+	struct mem_state *st = state;
+
+	if (!st)
+		return;
+	if (st->skel || st->rb)
+		mem_detach(st);
+	for (size_t i = 0; i < st->n_procs; i++)
+		free(st->procs[i]);
+	free(st->procs);
+	free(st->libs);
+	free(st->exits);
+	free(st->buf);
+	mem_symcache_free(&st->syms);
+	mem_groups_free(&st->groups);
+	free(st);
+}
+
+NT_PLUGIN_EXPORT = {
+	NT_PLUGIN_HEADER,
+	.name = "mem",
+	.kind = NT_KIND_PROBE,
+	.n_config = NT_ARRAY_LEN(mem_keys),
+	.description = "RSS and peak, page faults, OOM kills, heap tracking with leak stacks (uprobes on the C allocator)",
+	.version = "0.1.0",
+	.config = mem_keys,
+	.config_size = sizeof(struct mem_config),
+	.init = mem_init,
+	.attach = mem_attach,
+	.poll = mem_poll,
+	.detach = mem_detach,
+	.fini = mem_fini,
+	.consume = mem_consume,
+	.flush = mem_flush,
+};

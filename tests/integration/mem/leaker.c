@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Child of tests/integration/mem.sh. No stdio (it would allocate): output
+ * goes through write(2).
+ *
+ *   mem-leaker run HOLD_MS
+ *     1000 x malloc(1024) in leak_some(), 900 of them freed in
+ *     release_most(); "allocated <realtime ns>"; sleep HOLD_MS; a 64 MiB
+ *     anonymous mapping touched page by page in touch_buffer();
+ *     "touched <realtime ns>"; sleep HOLD_MS; exit 0 (the mapping and the
+ *     100 blocks are left to the exit).
+ *   mem-leaker loop SECONDS
+ *     every 10 ms: 10 x malloc(512), 9 freed, for SECONDS; then exit 0.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N_ALLOCS 1000
+#define BLOCK 1024
+#define BUFFER (64u << 20)
+
+static void *volatile blocks[N_ALLOCS];
+
+static void say(const char *what)
+{
+	struct timespec ts;
+	char line[96];
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = snprintf(line, sizeof(line), "%s %lld\n", what,
+		     (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	if (write(1, line, (size_t)n) < 0)
+		_exit(3);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+__attribute__((noinline)) static void leak_some(void)
+{
+	for (int i = 0; i < N_ALLOCS; i++) {
+		blocks[i] = malloc(BLOCK);
+		if (!blocks[i])
+			_exit(4);
+		memset(blocks[i], i & 0xff, BLOCK);
+	}
+}
+
+__attribute__((noinline)) static void release_most(void)
+{
+	for (int i = 0; i < N_ALLOCS; i++)
+		if (i % 10 != 0) {
+			free(blocks[i]);
+			blocks[i] = NULL;
+		}
+}
+
+__attribute__((noinline)) static char *touch_buffer(void)
+{
+	char *p = mmap(NULL, BUFFER, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (p == MAP_FAILED)
+		_exit(5);
+	for (size_t off = 0; off < BUFFER; off += (size_t)page)
+		p[off] = 1;
+	return p;
+}
+
+__attribute__((noinline)) static void churn(int seconds)
+{
+	struct timespec end, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += seconds;
+	do {
+		void *keep = malloc(512);
+
+		for (int i = 0; i < 9; i++) {
+			void *volatile p = malloc(512);
+			free(p);
+		}
+		(void)keep; /* leaked on purpose */
+		sleep_ms(10);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "run") == 0) {
+		long hold = atol(argv[2]);
+		char *volatile buf;
+
+		leak_some();
+		release_most();
+		say("allocated");
+		sleep_ms(hold);
+		buf = touch_buffer();
+		say("touched");
+		sleep_ms(hold);
+		(void)buf;
+		return 0;
+	}
+	if (argc == 3 && strcmp(argv[1], "loop") == 0) {
+		say("started");
+		churn(atoi(argv[2]));
+		return 0;
+	}
+	if (write(2, "usage: mem-leaker run HOLD_MS | loop SECONDS\n", 46) < 0)
+		return 3;
+	return 2;
+}
