@@ -478,6 +478,23 @@ static int render_labels(struct pe_scrape *s, const struct nt_metric_desc *d,
 	return d->n_labels > 0;
 }
 
+/*
+ * The label strings of a series live wherever the registry allocated them:
+ * at 100k series the scrape is bound by cache misses on them. Ask for the
+ * pointer arrays a few series ahead and for the strings a little closer.
+ */
+static inline void prefetch_labels(const struct nt_metric_series *series,
+				   uint32_t n, uint32_t i, uint32_t n_labels)
+{
+	enum { FAR = 16, NEAR = 8 };
+
+	if (i + FAR < n && series[i + FAR].label_values)
+		__builtin_prefetch(series[i + FAR].label_values);
+	if (i + NEAR < n && series[i + NEAR].label_values)
+		for (uint32_t j = 0; j < n_labels && j < 4; j++)
+			__builtin_prefetch(series[i + NEAR].label_values[j]);
+}
+
 static void put_value(struct pe_buf *b, double v)
 {
 	char num[40];
@@ -573,6 +590,8 @@ int pe_scrape_visit(void *arg, const struct nt_metric_desc *d,
 		for (uint32_t i = 0; i < n_series; i++) {
 			const struct nt_metric_series *ser = &series[i];
 
+			prefetch_labels(series, n_series, i, d->n_labels);
+
 			pe_put(o, name, s->name.len);
 			if (render_labels(s, d, lnames.p, lname_off, ser)) {
 				pe_put(o, s->scratch.p, s->scratch.len);
@@ -614,7 +633,10 @@ int pe_scrape_visit(void *arg, const struct nt_metric_desc *d,
 
 		for (uint32_t i = 0; i < n_series; i++) {
 			const struct nt_metric_series *ser = &series[i];
-			int has = render_labels(s, d, lnames.p, lname_off, ser);
+			int has;
+
+			prefetch_labels(series, n_series, i, d->n_labels);
+			has = render_labels(s, d, lnames.p, lname_off, ser);
 			uint64_t cum = 0;
 
 			for (uint32_t b = 0; b <= d->n_buckets; b++) {

@@ -218,8 +218,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 
 	(void)version;
 	(void)upload_data;
-	(void)upload_data_size;
-	(void)con_cls;
+	/* First call: headers only. Answering now would make MHD close the
+	 * connection (the body, if any, is unread); answer on the next call,
+	 * once the request is complete, so scrapers keep their connection. */
+	if (!*con_cls) {
+		*con_cls = st; /* any non-NULL marker */
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0; /* discard a body */
+		return MHD_YES;
+	}
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_static(c, MHD_HTTP_METHOD_NOT_ALLOWED,

@@ -187,6 +187,73 @@ def query(a):
         time.sleep(0.25)
 
 
+def _http_get(sock, host, path, accept):
+    """One GET on a keep-alive socket; returns the body (identity encoding,
+    Content-Length or chunked)."""
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nAccept: %s\r\n"
+                  "Accept-Encoding: identity\r\n\r\n" % (path, host, accept))
+                 .encode())
+    buf = bytearray()
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            die("connection closed in the headers")
+        buf += chunk
+    head, _, rest = bytes(buf).partition(b"\r\n\r\n")
+    status = head.split(b" ", 2)[1]
+    if status != b"200":
+        die("HTTP %s" % status.decode())
+    hdrs = {k.strip().lower(): v.strip() for k, _, v in
+            (l.partition(b":") for l in head.split(b"\r\n")[1:])}
+    body = bytearray(rest)
+    if b"content-length" in hdrs:
+        n = int(hdrs[b"content-length"])
+        while len(body) < n:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                die("connection closed in the body")
+            body += chunk
+        return bytes(body[:n])
+    # chunked
+    out = bytearray()
+    while True:
+        while b"\r\n" not in body:
+            body += sock.recv(1 << 20)
+        line, _, body = bytes(body).partition(b"\r\n")
+        size = int(line.split(b";")[0], 16)
+        body = bytearray(body)
+        while len(body) < size + 2:
+            body += sock.recv(1 << 20)
+        out += body[:size]
+        body = body[size + 2:]
+        if size == 0:
+            return bytes(out)
+
+
+def bench(a):
+    """Scrape URL --reps times over one keep-alive connection after
+    --warmup scrapes; print: samples bytes median_ms p90_ms min_ms."""
+    u = urllib.parse.urlsplit(a.url)
+    sock = socket.create_connection((u.hostname, u.port), timeout=60)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    accept = "text/plain;version=0.0.4"
+    body = b""
+    for _ in range(a.warmup):
+        body = _http_get(sock, u.netloc, u.path, accept)
+    times = []
+    for _ in range(a.reps):
+        t0 = time.perf_counter()
+        body = _http_get(sock, u.netloc, u.path, accept)
+        times.append(time.perf_counter() - t0)
+    sock.close()
+    times.sort()
+    samples = sum(1 for l in body.split(b"\n") if l and not l.startswith(b"#"))
+    med = times[len(times) // 2]
+    p90 = times[min(len(times) - 1, int(len(times) * 0.9))]
+    print("%d %d %.4f %.4f %.4f" % (samples, len(body), med * 1e3, p90 * 1e3,
+                                    times[0] * 1e3))
+
+
 def hold_port(a):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -231,6 +298,11 @@ def main():
     s.add_argument("--expect", type=float)
     s.add_argument("--timeout", type=float, default=20)
     s.set_defaults(fn=query)
+    s = sub.add_parser("bench")
+    s.add_argument("url")
+    s.add_argument("--reps", type=int, default=20)
+    s.add_argument("--warmup", type=int, default=2)
+    s.set_defaults(fn=bench)
     s = sub.add_parser("hold-port")
     s.add_argument("port", type=int)
     s.add_argument("--seconds", type=float, default=30)
