@@ -11,12 +11,12 @@
 # (counters, 2 labels each, 50 families); its self-metrics ride along.
 #
 # Usage: bench/prometheus.sh [--smoke] [BUILD_ROOT]   (default build dir:
-# $NTCORE_BUILD or ./build). --smoke: fewer scrapes, < 30 s.
+# $BUILD, $NTCORE_BUILD or ./build). --smoke: fewer scrapes, < 30 s.
 set -euo pipefail
 
 SMOKE=0
 if [ "${1:-}" = "--smoke" ]; then SMOKE=1; shift; fi
-B=${1:-${NTCORE_BUILD:-build}}
+B=${1:-${BUILD:-${NTCORE_BUILD:-build}}}
 fail() { echo "bench/prometheus: $*" >&2; exit 1; }
 [ -d "$B" ] || fail "no build dir $B (pass BUILD_ROOT)"
 B=$(cd "$B" && pwd)

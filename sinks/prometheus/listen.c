@@ -44,7 +44,7 @@ int pl_parse(const char *s, struct pl_addr *out, const char **why)
 			return -EINVAL;
 		}
 		if (memchr(s, ':', (size_t)(colon - s))) {
-			*why = "an IPv6 address needs brackets: [::1]:9464";
+			*why = "an IPv6 address needs brackets: [::1]:9478";
 			return -EINVAL;
 		}
 		host = s;

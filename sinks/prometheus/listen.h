@@ -22,7 +22,7 @@ int pl_parse(const char *s, struct pl_addr *out, const char **why);
 /*
  * Resolve and bind a listening TCP socket (close-on-exec, SO_REUSEADDR,
  * backlog 128). Returns the fd, or a negative errno; `desc` receives the
- * bound address as "127.0.0.1:9464" / "[::1]:9464" (the real port when 0
+ * bound address as "127.0.0.1:9478" / "[::1]:9478" (the real port when 0
  * was asked for), or on failure a message naming host:port and the reason.
  */
 int pl_bind(const struct pl_addr *a, char *desc, size_t descsz);

@@ -27,7 +27,7 @@
 #include "expo.h"
 #include "listen.h"
 
-#define PROM_DEFAULT_LISTEN "127.0.0.1:9464"
+#define PROM_DEFAULT_LISTEN "127.0.0.1:9478"
 
 struct prom_config {
 	const char *listen;
@@ -42,7 +42,7 @@ static const struct nt_cfg_key prom_config_keys[] = {
 	  .offset = offsetof(struct prom_config, listen),
 	  .def = "\"" PROM_DEFAULT_LISTEN "\"", .min = 1, .max = 0,
 	  .desc = "HOST:PORT, [IPV6]:PORT or :PORT (every address) to serve on; "
-		  "port 9464 by default, 0 picks a free one" },
+		  "port 9478 by default, 0 picks a free one" },
 	{ .key = "path", .type = NT_CFG_STRING,
 	  .offset = offsetof(struct prom_config, path), .def = "\"/metrics\"",
 	  .min = 1, .max = 0, .desc = "URL path of the metrics endpoint" },

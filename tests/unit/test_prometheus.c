@@ -512,23 +512,23 @@ START_TEST(test_listen_parse)
 	struct pl_addr a;
 	const char *why = NULL;
 
-	ck_assert_int_eq(pl_parse("127.0.0.1:9464", &a, &why), 0);
+	ck_assert_int_eq(pl_parse("127.0.0.1:9478", &a, &why), 0);
 	ck_assert_str_eq(a.host, "127.0.0.1");
-	ck_assert_uint_eq(a.port, 9464);
+	ck_assert_uint_eq(a.port, 9478);
 	ck_assert_int_eq(pl_parse("[::1]:8080", &a, &why), 0);
 	ck_assert_str_eq(a.host, "::1");
 	ck_assert_uint_eq(a.port, 8080);
 	ck_assert_int_eq(pl_parse("[fe80::1%lo]:1", &a, &why), 0);
 	ck_assert_str_eq(a.host, "fe80::1%lo");
-	ck_assert_int_eq(pl_parse(":9464", &a, &why), 0);
+	ck_assert_int_eq(pl_parse(":9478", &a, &why), 0);
 	ck_assert_str_eq(a.host, "");
 	ck_assert_int_eq(pl_parse("localhost:0", &a, &why), 0);
 	ck_assert_str_eq(a.host, "localhost");
 	ck_assert_uint_eq(a.port, 0);
 
-	ck_assert_int_eq(pl_parse("9464", &a, &why), -EINVAL);
+	ck_assert_int_eq(pl_parse("9478", &a, &why), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "missing port"));
-	ck_assert_int_eq(pl_parse("::1:9464", &a, &why), -EINVAL);
+	ck_assert_int_eq(pl_parse("::1:9478", &a, &why), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "brackets"));
 	ck_assert_int_eq(pl_parse("[::1]", &a, &why), -EINVAL);
 	ck_assert_int_eq(pl_parse("[]:1", &a, &why), -EINVAL);

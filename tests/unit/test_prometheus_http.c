@@ -634,15 +634,15 @@ END_TEST
 START_TEST(test_config_errors)
 {
 	struct inst in;
-	const struct kv bad_listen[] = { { "listen", "9464" } };
-	const struct kv bad_v6[] = { { "listen", "::1:9464" } };
+	const struct kv bad_listen[] = { { "listen", "9478" } };
+	const struct kv bad_v6[] = { { "listen", "::1:9478" } };
 	const struct kv bad_path[] = { { "listen", "127.0.0.1:0" },
 				       { "path", "metrics" } };
 
 	reg_reset();
 	ck_assert_int_eq(start(&in, bad_listen, 1), -EINVAL);
 	ck_assert_str_eq(errkey, "listen");
-	ck_assert_ptr_nonnull(strstr(logbuf, "\"9464\": missing port"));
+	ck_assert_ptr_nonnull(strstr(logbuf, "\"9478\": missing port"));
 	free(in.cfg);
 	ck_assert_int_eq(start(&in, bad_v6, 1), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(logbuf, "brackets"));
