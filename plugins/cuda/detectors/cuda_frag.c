@@ -1,0 +1,537 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda_frag: fragmentation of each (process, device) address map over time
+ * (frag.h: external fragmentation, holes and their sizes, a trend with a
+ * short-horizon forecast, a score with a reading), an alert when the score
+ * passes `threshold` or when an allocation fails although enough memory is
+ * free inside the span, and a memory timeline picture (SVG) per process and
+ * device, written at process exit, at each alert and at shutdown.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ntcore/plugin.h"
+
+#include "../cuda.h"
+#include "cudaev.h"
+#include "det_alert.h"
+#include "det_util.h"
+#include "frag.h"
+#include "timeline.h"
+#include "track.h"
+
+struct fr_cfg {
+	int64_t interval_ms;
+	double threshold;
+	int64_t min_free_bytes;
+	int64_t min_holes;
+	double horizon_s;
+	int64_t realert_ms;
+	const char *svg_path;
+	int64_t timeline_max;
+	bool include_host;
+};
+
+static const struct nt_cfg_key fr_keys[] = {
+	DET_KEY("interval_ms", NT_CFG_INT, struct fr_cfg, interval_ms, "1000", 10,
+		3600000, "how often the fragmentation of each map is computed"),
+	DET_KEY("threshold", NT_CFG_FLOAT, struct fr_cfg, threshold, "70", 1, 100,
+		"alert when the score (0..100) reaches this"),
+	DET_KEY("min_free_bytes", NT_CFG_INT, struct fr_cfg, min_free_bytes,
+		"1048576", 0, 1e15,
+		"and at least this much is free in holes inside the span"),
+	DET_KEY("min_holes", NT_CFG_INT, struct fr_cfg, min_holes, "4", 2,
+		1000000, "and there are at least this many holes"),
+	DET_KEY("horizon_s", NT_CFG_FLOAT, struct fr_cfg, horizon_s, "30", 1,
+		86400, "forecast horizon of the score trend (s)"),
+	DET_KEY("realert_ms", NT_CFG_INT, struct fr_cfg, realert_ms, "60000", 0,
+		86400000, "least time between two score alerts of one map"),
+	DET_KEY("svg_path", NT_CFG_STRING, struct fr_cfg, svg_path,
+		"\"ntcore-cuda-frag-%p-dev%d.svg\"", DET_NOMIN, DET_NOMAX,
+		"timeline picture per process and device (%p pid, %d device); "
+		"\"\" writes none"),
+	DET_KEY("timeline_max", NT_CFG_INT, struct fr_cfg, timeline_max, "50000",
+		100, 10000000, "allocations drawn per picture (later ones counted)"),
+	DET_KEY("include_host", NT_CFG_BOOL, struct fr_cfg, include_host, "false",
+		DET_NOMIN, DET_NOMAX, "also map pinned host allocations"),
+};
+
+static const struct nt_schema fr_alert_schema = {
+	.name = "alert.cuda_frag",
+	.desc = "CUDA device memory fragmentation",
+	.fields = det_alert_fields,
+	.n_fields = 4,
+	.min_size = sizeof(struct nt_alert),
+};
+
+static const char *const lbl_pd[] = { "pid", "device" };
+#define FR_GAUGE(var, nm, hp)                                                  \
+	static const struct nt_metric_desc var = { nm, hp, NT_METRIC_GAUGE,    \
+						   2, lbl_pd, NULL, 0, 0 }
+FR_GAUGE(m_score_desc, "ntcore_cuda_frag_score", "fragmentation score 0..100");
+FR_GAUGE(m_ext_desc, "ntcore_cuda_frag_external_ratio",
+	 "1 - largest hole / free bytes inside the allocated span");
+FR_GAUGE(m_holes_desc, "ntcore_cuda_frag_holes", "free holes inside the span");
+FR_GAUGE(m_free_desc, "ntcore_cuda_frag_free_bytes",
+	 "bytes free in holes inside the span");
+FR_GAUGE(m_largest_desc, "ntcore_cuda_frag_largest_hole_bytes",
+	 "largest hole inside the span");
+
+struct fr_proc {
+	uint32_t pid;
+	int32_t dev;
+	char comm[NT_COMM_LEN + 1];
+	struct timeline tl;
+	struct frag_used used;
+	struct frag_trend trend;
+	struct frag_stats last;
+	bool dirty, alerted, have_stats;
+	uint64_t last_alert_ns;
+	uint64_t failed;
+};
+
+struct fr {
+	struct nt_instance *inst;
+	const struct nt_host *host;
+	const struct fr_cfg *cfg;
+	int alert_type;
+	struct track tr;
+	struct cuev_cache cc;
+	struct fr_proc **procs;
+	size_t np, cp;
+	struct nt_metric *m_score, *m_ext, *m_holes, *m_free, *m_largest;
+};
+
+static struct fr_proc *fr_proc_get(struct fr *f, uint32_t pid, int32_t dev,
+				   const char *comm)
+{
+	struct fr_proc *p;
+
+	for (size_t i = 0; i < f->np; i++)
+		if (f->procs[i]->pid == pid && f->procs[i]->dev == dev)
+			return f->procs[i];
+	if (f->np == f->cp) {
+		size_t nc = f->cp ? f->cp * 2 : 8;
+		struct fr_proc **n = realloc(f->procs, nc * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		f->procs = n;
+		f->cp = nc;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->dev = dev;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm ? comm : "");
+	tl_init(&p->tl, pid, dev, (uint32_t)f->cfg->timeline_max);
+	frag_used_init(&p->used);
+	f->procs[f->np++] = p;
+	return p;
+}
+
+static void fr_compute(struct fr *f, struct fr_proc *p)
+{
+	struct amap_entry *v = NULL;
+	long n = amap_collect(&f->tr.map, p->pid, p->dev, &v);
+
+	if (n < 0)
+		return;
+	frag_compute_used(v, (size_t)n, &p->used, &p->last);
+	p->have_stats = true;
+	p->dirty = false;
+	free(v);
+}
+
+/* Expands svg_path for one map into buf; false when pictures are off. */
+static bool fr_svg_path(const struct fr *f, const struct fr_proc *p, char *buf,
+			size_t len)
+{
+	const char *s = f->cfg->svg_path;
+	size_t o = 0;
+
+	if (!s || !s[0])
+		return false;
+	for (; *s && o + 24 < len; s++) {
+		if (s[0] == '%' && s[1] == 'p') {
+			o += (size_t)snprintf(buf + o, len - o, "%u", p->pid);
+			s++;
+		} else if (s[0] == '%' && s[1] == 'd') {
+			o += (size_t)snprintf(buf + o, len - o, "%d", p->dev);
+			s++;
+		} else if (s[0] == '%' && s[1] == '%') {
+			buf[o++] = '%';
+			s++;
+		} else {
+			buf[o++] = *s;
+		}
+	}
+	buf[o] = '\0';
+	return true;
+}
+
+static const char *fr_write_svg(struct fr *f, struct fr_proc *p, char *path,
+				size_t len)
+{
+	char title[160];
+	int err;
+
+	if (!fr_svg_path(f, p, path, len))
+		return NULL;
+	if (p->dirty || !p->have_stats)
+		fr_compute(f, p);
+	snprintf(title, sizeof(title),
+		 "CUDA memory timeline: pid %u (%s), device %d", p->pid, p->comm,
+		 p->dev);
+	err = tl_write_svg_file(&p->tl, path, title, mono_now_ns(), &f->tr.st,
+				&p->last);
+	if (err) {
+		f->host->log(f->inst, NT_LOG_WARN, "cannot write %s: %s", path,
+			     strerror(-err));
+		return NULL;
+	}
+	f->host->log(f->inst, NT_LOG_INFO, "memory timeline of pid %u device %d: %s",
+		     p->pid, p->dev, path);
+	return path;
+}
+
+static void json_stats(struct sbuf *b, const struct frag_stats *s)
+{
+	sb_printf(b, "\"score\":%.1f,\"level\":\"%s\",\"external\":%.4f,"
+		     "\"holes\":%" PRIu64 ",\"free_in_span_bytes\":%" PRIu64
+		     ",\"largest_hole_bytes\":%" PRIu64 ",\"span_bytes\":%" PRIu64
+		     ",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
+		     ",\"free_ratio\":%.4f,\"hole_sizes\":{",
+		  s->score, frag_level_name(frag_level_of(s->score)), s->external,
+		  s->holes, s->free_bytes, s->largest_hole, s->span, s->live_bytes,
+		  s->nlive, s->free_ratio);
+	for (int i = 0; i < FRAG_NBUCKETS; i++)
+		sb_printf(b, "%s\"%s\":%" PRIu64, i ? "," : "", frag_bucket_name[i],
+			  s->hist[i]);
+	sb_puts(b, "},\"hole_bytes\":{");
+	for (int i = 0; i < FRAG_NBUCKETS; i++)
+		sb_printf(b, "%s\"%s\":%" PRIu64, i ? "," : "", frag_bucket_name[i],
+			  s->hist_bytes[i]);
+	sb_putc(b, '}');
+}
+
+static const char fr_hint[] =
+	"allocate long-lived large buffers first and reuse them; do not "
+	"interleave short-lived small allocations with long-lived ones; in "
+	"PyTorch PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or "
+	"max_split_size_mb) limits fragmentation";
+
+static void fr_alert(struct fr *f, struct fr_proc *p, uint32_t sev,
+		     const struct cuev *failed)
+{
+	struct frag_forecast fc;
+	struct sbuf ev, msg;
+	char reading[512], path[1024], b1[32], b2[32], b3[32];
+	const char *svg;
+	struct det_subject subj = { .pid = p->pid, .comm = p->comm };
+
+	svg = fr_write_svg(f, p, path, sizeof(path));
+	frag_trend_forecast(&p->trend, f->cfg->horizon_s, &fc);
+	frag_reading(&p->last, reading, sizeof(reading));
+	sb_init(&ev);
+	sb_init(&msg);
+	sb_printf(&ev, "{\"kind\":\"%s\",\"pid\":%u,\"device\":%d,",
+		  failed ? "failed_allocation" : "score", p->pid, p->dev);
+	json_stats(&ev, &p->last);
+	sb_printf(&ev, ",\"trend\":{\"slope_per_s\":%.3f,\"forecast\":%.1f,"
+		       "\"horizon_s\":%.0f,\"direction\":\"%s\",\"samples\":%u}",
+		  fc.slope_per_s, fc.forecast, fc.horizon_s, fc.direction,
+		  fc.samples);
+	if (failed) {
+		char stack[4096], fn[256], api[64];
+
+		cuev_str_copy(failed->stack, stack, sizeof(stack));
+		stack_user_frame(stack, fn, sizeof(fn));
+		sb_printf(&ev, ",\"failed_request_bytes\":%" PRIu64 ",\"function\":",
+			  failed->size);
+		sb_json_str(&ev, cuev_api_name(failed, api, sizeof(api)));
+		sb_puts(&ev, ",\"caller\":");
+		sb_json_str(&ev, fn);
+		sb_puts(&ev, ",\"stack\":");
+		sb_json_stack(&ev, stack, 24);
+		sb_printf(&msg, "allocation of %s failed in pid %u (%s) on device %d "
+				"although %s is free in %" PRIu64 " holes inside its "
+				"span (largest %s): fragmentation (score %.0f/100)",
+			  fmt_bytes(failed->size, b1, sizeof(b1)), p->pid, p->comm,
+			  p->dev, fmt_bytes(p->last.free_bytes, b2, sizeof(b2)),
+			  p->last.holes,
+			  fmt_bytes(p->last.largest_hole, b3, sizeof(b3)),
+			  p->last.score);
+	} else {
+		sb_printf(&msg, "CUDA memory of pid %u (%s) on device %d is "
+				"fragmented: score %.0f/100, %s",
+			  p->pid, p->comm, p->dev, p->last.score, reading);
+	}
+	if (svg)
+		sb_printf(&msg, "; picture: %s", svg);
+	sb_puts(&ev, ",\"reading\":");
+	sb_json_str(&ev, reading);
+	sb_puts(&ev, ",\"svg\":");
+	sb_json_str(&ev, svg ? svg : "");
+	sb_puts(&ev, ",\"hint\":");
+	sb_json_str(&ev, fr_hint);
+	sb_putc(&ev, '}');
+	det_alert_publish(f->host, f->inst, (uint32_t)f->alert_type, &subj, sev,
+			  sb_str(&msg), sb_str(&ev));
+	f->host->log(f->inst, NT_LOG_INFO, "%s", sb_str(&msg));
+	p->alerted = true;
+	p->last_alert_ns = mono_now_ns();
+	sb_free(&ev);
+	sb_free(&msg);
+}
+
+static void fr_metrics(struct fr *f, const struct fr_proc *p, bool remove)
+{
+	char ps[16], ds[16];
+	const char *lv[2] = { ps, ds };
+	struct nt_metric *ms[5] = { f->m_score, f->m_ext, f->m_holes, f->m_free,
+				    f->m_largest };
+	double vals[5] = { p->last.score, p->last.external, (double)p->last.holes,
+			   (double)p->last.free_bytes, (double)p->last.largest_hole };
+
+	snprintf(ps, sizeof(ps), "%u", p->pid);
+	snprintf(ds, sizeof(ds), "%d", p->dev);
+	for (int i = 0; i < 5; i++) {
+		if (remove)
+			f->host->metric_remove(ms[i], lv);
+		else
+			f->host->metric_set(ms[i], lv, vals[i]);
+	}
+}
+
+static void fr_tick(struct fr *f)
+{
+	uint64_t now = mono_now_ns();
+	uint64_t realert = (uint64_t)f->cfg->realert_ms * 1000000ULL;
+
+	for (size_t i = 0; i < f->np; i++) {
+		struct fr_proc *p = f->procs[i];
+		const struct frag_stats *s = &p->last;
+
+		if (p->dirty)
+			fr_compute(f, p);
+		if (!p->have_stats)
+			continue;
+		frag_trend_add(&p->trend, now, s->score, s->external);
+		fr_metrics(f, p, false);
+		if (p->alerted && s->score < f->cfg->threshold - 10)
+			p->alerted = false; /* hysteresis: a new episode */
+		if (s->score >= f->cfg->threshold &&
+		    s->free_bytes >= (uint64_t)f->cfg->min_free_bytes &&
+		    s->holes >= (uint64_t)f->cfg->min_holes &&
+		    (!p->alerted || now - p->last_alert_ns >= realert) &&
+		    !(p->alerted && realert == 0))
+			fr_alert(f, p, NT_SEV_WARNING, NULL);
+	}
+}
+
+static void fr_forget(struct fr *f, uint32_t pid, bool write)
+{
+	char path[1024];
+
+	for (size_t i = 0; i < f->np;) {
+		struct fr_proc *p = f->procs[i];
+
+		if (p->pid != pid) {
+			i++;
+			continue;
+		}
+		if (write && p->tl.n)
+			fr_write_svg(f, p, path, sizeof(path));
+		fr_metrics(f, p, true);
+		tl_fini(&p->tl);
+		frag_used_fini(&p->used);
+		free(p);
+		f->procs[i] = f->procs[--f->np];
+	}
+	amap_drop_pid(&f->tr.map, pid);
+}
+
+static void fr_consume(void *state, const struct nt_event_hdr *ev,
+		       const struct nt_schema *schema)
+{
+	struct fr *f = state;
+	struct cuev e;
+	struct amap_entry a;
+	struct fr_proc *p;
+
+	if (!cuev_decode(&f->cc, ev, schema, &e))
+		return;
+	switch (e.type) {
+	case CUEV_ALLOC:
+		if (cuev_failed(&e)) {
+			if (!track_kind_ok(&f->tr, e.kind) || !e.size)
+				return;
+			p = fr_proc_get(f, e.pid, e.device, e.comm);
+			if (!p)
+				return;
+			tl_failed(&p->tl, e.size, e.ts, track_stack(&f->tr, &e));
+			p->failed++;
+			fr_compute(f, p);
+			if (p->last.free_bytes >= e.size && p->last.largest_hole < e.size)
+				fr_alert(f, p, NT_SEV_CRITICAL, &e);
+			return;
+		}
+		switch (track_alloc(&f->tr, &e, &a)) {
+		case TRACK_NEW:
+		case TRACK_REPLACED: {
+			uint32_t idx;
+
+			p = fr_proc_get(f, e.pid, e.device, e.comm);
+			if (!p)
+				return;
+			idx = tl_alloc(&p->tl, e.ptr, e.size, e.ts, a.stack);
+			frag_used_add(&p->used, e.ptr, e.ptr + e.size);
+			amap_set_aux(&f->tr.map, e.pid, e.ptr, idx);
+			p->dirty = true;
+			break;
+		}
+		case TRACK_DUP:
+			p = fr_proc_get(f, e.pid, a.dev, e.comm);
+			if (p && a.aux < p->tl.n)
+				p->tl.r[a.aux].stack = a.stack;
+			break;
+		default:
+			break;
+		}
+		break;
+	case CUEV_FREE:
+		if (track_free(&f->tr, &e, &a) == TRACK_FREED) {
+			p = fr_proc_get(f, e.pid, a.dev, e.comm);
+			if (p) {
+				tl_free(&p->tl, a.aux, e.ts);
+				p->dirty = true;
+			}
+		}
+		break;
+	case CUEV_PROC_EXIT:
+		fr_forget(f, e.pid, true);
+		break;
+	default:
+		break;
+	}
+}
+
+static int fr_init(struct nt_instance *inst, const struct nt_host *host,
+		   const void *config, void **state)
+{
+	const struct fr_cfg *cfg = config;
+	struct fr *f = calloc(1, sizeof(*f));
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	f->inst = inst;
+	f->host = host;
+	f->cfg = cfg;
+	if (cfg->svg_path && strchr(cfg->svg_path, '%')) {
+		for (const char *s = strchr(cfg->svg_path, '%'); s; s = strchr(s + 2, '%'))
+			if (s[1] != 'p' && s[1] != 'd' && s[1] != '%') {
+				free(f);
+				return host->config_error(inst, "svg_path",
+					"only %%p (pid), %%d (device) and %%%% may follow %%");
+			}
+	}
+	err = track_init(&f->tr, cfg->include_host, 0);
+	if (err)
+		goto fail;
+	f->alert_type = host->register_schema(inst, &fr_alert_schema);
+	if (f->alert_type < 0) {
+		err = f->alert_type;
+		host->log(inst, NT_LOG_ERROR, "cannot register alert.cuda_frag: %d", err);
+		goto fail;
+	}
+	if ((err = host->subscribe(inst, "cuda.alloc")) < 0 ||
+	    (err = host->subscribe(inst, "cuda.free")) < 0 ||
+	    (err = host->subscribe(inst, "proc.exit")) < 0)
+		goto fail;
+	f->m_score = host->metric_register(inst, &m_score_desc);
+	f->m_ext = host->metric_register(inst, &m_ext_desc);
+	f->m_holes = host->metric_register(inst, &m_holes_desc);
+	f->m_free = host->metric_register(inst, &m_free_desc);
+	f->m_largest = host->metric_register(inst, &m_largest_desc);
+	if (!f->m_score || !f->m_ext || !f->m_holes || !f->m_free || !f->m_largest) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	*state = f;
+	return 0;
+fail:
+	track_fini(&f->tr);
+	free(f);
+	return err ? err : -EINVAL;
+}
+
+static int fr_attach(void *state)
+{
+	struct fr *f = state;
+
+	return f->host->add_timer(f->inst, (uint64_t)f->cfg->interval_ms, 1);
+}
+
+static int fr_poll(void *state, uint32_t token, uint32_t budget)
+{
+	(void)token;
+	(void)budget;
+	fr_tick(state);
+	return 0;
+}
+
+static void fr_flush(void *state)
+{
+	struct fr *f = state;
+	char path[1024];
+
+	/* pictures of the maps still alive (shutdown, reload) */
+	for (size_t i = 0; i < f->np; i++)
+		if (f->procs[i]->tl.n)
+			fr_write_svg(f, f->procs[i], path, sizeof(path));
+}
+
+static void fr_detach(void *state)
+{
+	(void)state;
+}
+
+static void fr_fini(void *state)
+{
+	struct fr *f = state;
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->np; i++) {
+		tl_fini(&f->procs[i]->tl);
+		frag_used_fini(&f->procs[i]->used);
+		free(f->procs[i]);
+	}
+	free(f->procs);
+	track_fini(&f->tr);
+	free(f);
+}
+
+NT_PLUGIN_EXPORT = {
+	NT_PLUGIN_HEADER,
+	.name = "cuda_frag",
+	.kind = NT_KIND_DETECTOR,
+	.n_config = NT_ARRAY_LEN(fr_keys),
+	.description = "CUDA memory fragmentation: score, holes, trend and forecast, SVG memory timeline",
+	.version = "0.1.0",
+	.config = fr_keys,
+	.config_size = sizeof(struct fr_cfg),
+	.init = fr_init,
+	.attach = fr_attach,
+	.poll = fr_poll,
+	.detach = fr_detach,
+	.fini = fr_fini,
+	.consume = fr_consume,
+	.flush = fr_flush,
+};

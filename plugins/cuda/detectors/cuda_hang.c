@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda_hang: a target whose GPU activity (kernel and graph launches, copies,
+ * sets, sync returns) stopped `timeout_ms` ago while the process still runs
+ * (/proc/PID exists, not a zombie) is reported once per quiet period with
+ * what it last launched and, for each thread blocked inside a
+ * synchronisation call (cuda.enter without its return), how long it has
+ * been blocked there and its stack. Checked every `interval_ms`, so a report
+ * comes at most timeout + interval after the last activity.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ntcore/plugin.h"
+
+#include "../cuda.h"
+#include "allocmap.h"
+#include "cudaev.h"
+#include "det_alert.h"
+#include "det_util.h"
+#include "hang.h"
+
+struct hg_cfg {
+	int64_t timeout_ms;
+	int64_t interval_ms;
+	int64_t stack_frames;
+	const char *proc_root;
+};
+
+static const struct nt_cfg_key hg_keys[] = {
+	DET_KEY("timeout_ms", NT_CFG_INT, struct hg_cfg, timeout_ms, "10000", 10,
+		86400000, "GPU silence that counts as a hang (ms)"),
+	DET_KEY("interval_ms", NT_CFG_INT, struct hg_cfg, interval_ms, "1000", 10,
+		600000, "how often targets are checked (ms)"),
+	DET_KEY("stack_frames", NT_CFG_INT, struct hg_cfg, stack_frames, "24", 1,
+		128, "frames per stack in the evidence"),
+	DET_KEY("proc_root", NT_CFG_STRING, struct hg_cfg, proc_root, "\"/proc\"",
+		DET_NOMIN, DET_NOMAX,
+		"where process states are read (a container's host /proc)"),
+};
+
+static const struct nt_schema hg_alert_schema = {
+	.name = "alert.cuda_hang",
+	.desc = "a process stopped using its GPU while it still runs",
+	.fields = det_alert_fields,
+	.n_fields = 4,
+	.min_size = sizeof(struct nt_alert),
+};
+
+static const char *const lbl_p[] = { "pid" };
+static const struct nt_metric_desc m_quiet_desc = {
+	"ntcore_cuda_hang_quiet_seconds", "time since the last GPU activity",
+	NT_METRIC_GAUGE, 1, lbl_p, NULL, 0, 0 };
+static const struct nt_metric_desc m_alerts_desc = {
+	"ntcore_cuda_hang_alerts_total", "hang alerts published",
+	NT_METRIC_COUNTER, 0, NULL, NULL, 0, 0 };
+
+struct hg_proc {
+	struct hang_proc h;
+	char comm[NT_COMM_LEN + 1];
+	int64_t cpu_prev;     /* process CPU ticks at the previous check */
+	uint64_t cpu_prev_ns;
+	double cpu_percent;   /* over the last check interval */
+};
+
+struct hg {
+	struct nt_instance *inst;
+	const struct nt_host *host;
+	const struct hg_cfg *cfg;
+	int alert_type;
+	struct cuev_cache cc;
+	struct stacktab st;
+	struct hg_proc **procs;
+	size_t np, cp;
+	long clk_tck;
+	struct nt_metric *m_quiet, *m_alerts;
+};
+
+static struct hg_proc *hg_proc_get(struct hg *g, uint32_t pid, const char *comm)
+{
+	struct hg_proc *p;
+
+	for (size_t i = 0; i < g->np; i++)
+		if (g->procs[i]->h.pid == pid)
+			return g->procs[i];
+	if (g->np == g->cp) {
+		size_t nc = g->cp ? g->cp * 2 : 8;
+		struct hg_proc **n = realloc(g->procs, nc * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		g->procs = n;
+		g->cp = nc;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	hang_proc_init(&p->h, pid);
+	p->cpu_prev = -1;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm ? comm : "");
+	g->procs[g->np++] = p;
+	return p;
+}
+
+static void hg_forget(struct hg *g, size_t i)
+{
+	char ps[16];
+	const char *lv[1] = { ps };
+
+	snprintf(ps, sizeof(ps), "%u", g->procs[i]->h.pid);
+	g->host->metric_remove(g->m_quiet, lv);
+	free(g->procs[i]);
+	g->procs[i] = g->procs[--g->np];
+}
+
+static const char *act_name(uint32_t k)
+{
+	switch (k) {
+	case HANG_ACT_LAUNCH: return "launch";
+	case HANG_ACT_MEMCPY: return "copy";
+	case HANG_ACT_MEMSET: return "set";
+	case HANG_ACT_SYNC: return "sync return";
+	default: return "call";
+	}
+}
+
+static void hg_alert(struct hg *g, struct hg_proc *p, uint64_t now)
+{
+	const struct hang_proc *h = &p->h;
+	const struct hang_blocked *b = hang_longest_blocked(h);
+	double quiet = (double)(now - h->last_act_ns) / 1e9;
+	struct sbuf ev, msg;
+	char fn[256], lfn[256];
+	const char *hint;
+	struct det_subject subj = { .pid = h->pid, .comm = p->comm };
+
+	if (!h->last_act_ns && b)
+		quiet = (double)(now - b->since_ns) / 1e9;
+	sb_init(&ev);
+	sb_init(&msg);
+	sb_printf(&ev, "{\"pid\":%u,\"quiet_s\":%.3f,\"timeout_s\":%.3f,"
+		       "\"cpu_percent\":%.1f,\"launches\":%" PRIu64
+		       ",\"last_activity\":{\"kind\":\"%s\",\"function\":",
+		  h->pid, quiet, (double)g->cfg->timeout_ms / 1e3, p->cpu_percent,
+		  h->launches, act_name(h->last_act_kind));
+	sb_json_str(&ev, h->last_act_func);
+	sb_printf(&ev, ",\"s_ago\":%.3f}", h->last_act_ns ?
+		  (double)(now - h->last_act_ns) / 1e9 : -1.0);
+	stack_user_frame(stacktab_get(&g->st, h->launch_stack), lfn, sizeof(lfn));
+	if (h->launch_ns) {
+		sb_puts(&ev, ",\"last_launch\":{\"kernel\":");
+		sb_json_str(&ev, h->launch_name);
+		sb_puts(&ev, ",\"function\":");
+		sb_json_str(&ev, h->launch_func);
+		sb_printf(&ev, ",\"tid\":%u,\"s_ago\":%.3f,\"caller\":", h->launch_tid,
+			  (double)(now - h->launch_ns) / 1e9);
+		sb_json_str(&ev, lfn);
+		sb_puts(&ev, ",\"stack\":");
+		sb_json_stack(&ev, stacktab_get(&g->st, h->launch_stack),
+			      (unsigned)g->cfg->stack_frames);
+		sb_putc(&ev, '}');
+	}
+	sb_puts(&ev, ",\"blocked\":[");
+	for (uint32_t i = 0; i < h->nblocked; i++) {
+		const struct hang_blocked *x = &h->blocked[i];
+		char f[256];
+
+		stack_user_frame(stacktab_get(&g->st, x->stack), f, sizeof(f));
+		if (i)
+			sb_putc(&ev, ',');
+		sb_printf(&ev, "{\"tid\":%u,\"function\":", x->tid);
+		sb_json_str(&ev, x->func);
+		sb_printf(&ev, ",\"blocked_s\":%.3f,\"caller\":",
+			  (double)(now - x->since_ns) / 1e9);
+		sb_json_str(&ev, f);
+		sb_puts(&ev, ",\"stack\":");
+		sb_json_stack(&ev, stacktab_get(&g->st, x->stack),
+			      (unsigned)g->cfg->stack_frames);
+		sb_putc(&ev, '}');
+	}
+	sb_putc(&ev, ']');
+
+	sb_printf(&msg, "pid %u (%s): no GPU activity for %.1f s while the "
+			"process still runs",
+		  h->pid, p->comm, quiet);
+	if (b) {
+		stack_user_frame(stacktab_get(&g->st, b->stack), fn, sizeof(fn));
+		sb_printf(&msg, "; thread %u blocked in %s for %.1f s", b->tid,
+			  b->func, (double)(now - b->since_ns) / 1e9);
+		if (fn[0])
+			sb_printf(&msg, " (called from %s)", fn);
+		hint = "a thread waits for GPU work that does not finish: a kernel "
+		       "that never ends (an endless loop, a spin-wait on a flag), "
+		       "a deadlock between streams, or a collective (NCCL) "
+		       "waiting for a peer rank that is gone or stuck. Look at "
+		       "the last kernel launched; py-spy dump and cuda-gdb "
+		       "attach show where; for NCCL set NCCL_DEBUG=INFO and "
+		       "check every rank";
+	} else if (p->cpu_percent >= 50.0) {
+		sb_printf(&msg, "; no thread inside a CUDA sync, CPU %.0f%% busy: "
+				"the host side stopped feeding the GPU",
+			  p->cpu_percent);
+		hint = "the process computes on the CPU without giving the GPU "
+		       "work: a slow data loader, a Python-level loop, a "
+		       "checkpoint write; profile the host (py-spy top)";
+	} else {
+		sb_printf(&msg, "; no thread inside a CUDA sync, CPU %.0f%%: it "
+				"waits on something else",
+			  p->cpu_percent);
+		hint = "the process sleeps outside CUDA: a lock, I/O, a queue, "
+		       "another process or rank; py-spy dump shows where each "
+		       "thread waits";
+	}
+	if (h->launch_ns)
+		sb_printf(&msg, "; last launch %s %.1f s ago", h->launch_name[0] ?
+			  h->launch_name : h->launch_func,
+			  (double)(now - h->launch_ns) / 1e9);
+	sb_puts(&ev, ",\"hint\":");
+	sb_json_str(&ev, hint);
+	sb_putc(&ev, '}');
+	det_alert_publish(g->host, g->inst, (uint32_t)g->alert_type, &subj,
+			  b ? NT_SEV_CRITICAL : NT_SEV_WARNING, sb_str(&msg),
+			  sb_str(&ev));
+	g->host->metric_add(g->m_alerts, NULL, 1);
+	g->host->log(g->inst, NT_LOG_WARN, "%s", sb_str(&msg));
+	sb_free(&ev);
+	sb_free(&msg);
+}
+
+static void hg_tick(struct hg *g)
+{
+	uint64_t now = mono_now_ns();
+	uint64_t timeout = (uint64_t)g->cfg->timeout_ms * 1000000ULL;
+
+	for (size_t i = 0; i < g->np;) {
+		struct hg_proc *p = g->procs[i];
+		int alive = proc_alive(g->cfg->proc_root, p->h.pid);
+		int64_t cpu = alive ? proc_cpu_ticks(g->cfg->proc_root, p->h.pid) : -1;
+		char ps[16];
+		const char *lv[1] = { ps };
+
+		if (cpu >= 0 && p->cpu_prev >= 0 && now > p->cpu_prev_ns && g->clk_tck > 0)
+			p->cpu_percent = 100.0 * (double)(cpu - p->cpu_prev) /
+					 (double)g->clk_tck /
+					 ((double)(now - p->cpu_prev_ns) / 1e9);
+		p->cpu_prev = cpu;
+		p->cpu_prev_ns = now;
+		switch (hang_check(&p->h, now, timeout, alive)) {
+		case HANG_GONE:
+			hg_forget(g, i);
+			continue;
+		case HANG_DUE:
+			hg_alert(g, p, now);
+			break;
+		default:
+			break;
+		}
+		snprintf(ps, sizeof(ps), "%u", p->h.pid);
+		if (p->h.last_act_ns && now > p->h.last_act_ns)
+			g->host->metric_set(g->m_quiet, lv,
+					    (double)(now - p->h.last_act_ns) / 1e9);
+		i++;
+	}
+}
+
+static void hg_consume(void *state, const struct nt_event_hdr *ev,
+		       const struct nt_schema *schema)
+{
+	struct hg *g = state;
+	struct cuev e;
+	struct hg_proc *p;
+	char api[64], kname[HANG_NAME_LEN];
+
+	if (!cuev_decode(&g->cc, ev, schema, &e))
+		return;
+	if (e.type == CUEV_PROC_EXIT) {
+		for (size_t i = 0; i < g->np; i++)
+			if (g->procs[i]->h.pid == e.pid) {
+				hg_forget(g, i);
+				break;
+			}
+		return;
+	}
+	p = hg_proc_get(g, e.pid, e.comm);
+	if (!p)
+		return;
+	cuev_api_name(&e, api, sizeof(api));
+	switch (e.type) {
+	case CUEV_LAUNCH:
+		hang_launch(&p->h, e.ts, e.tid, api,
+			    cuev_str_copy(e.kernel, kname, sizeof(kname)),
+			    stacktab_intern(&g->st, e.stack.p, e.stack.len));
+		break;
+	case CUEV_GRAPH:
+		hang_launch(&p->h, e.ts, e.tid, api, "(CUDA graph)", 0);
+		break;
+	case CUEV_MEMCPY:
+	case CUEV_MEMSET:
+	case CUEV_SYNC:
+	case CUEV_ERROR:
+		if (e.flags & NT_CUDA_F_RET)
+			hang_sync_exit(&p->h, e.ts, e.tid, api);
+		if (e.type != CUEV_SYNC)
+			hang_activity(&p->h, e.ts,
+				      e.type == CUEV_MEMCPY ? HANG_ACT_MEMCPY :
+				      e.type == CUEV_MEMSET ? HANG_ACT_MEMSET :
+				      HANG_ACT_OTHER, api);
+		break;
+	case CUEV_ENTER:
+		hang_sync_enter(&p->h, e.ts, e.tid, e.api, api,
+				stacktab_intern(&g->st, e.stack.p, e.stack.len));
+		break;
+	default:
+		break;
+	}
+}
+
+static int hg_init(struct nt_instance *inst, const struct nt_host *host,
+		   const void *config, void **state)
+{
+	struct hg *g = calloc(1, sizeof(*g));
+	static const char *const pats[] = {
+		"cuda.launch", "cuda.graph_launch", "cuda.memcpy", "cuda.memset",
+		"cuda.sync", "cuda.enter", "cuda.error", "proc.exit",
+	};
+	int err = 0;
+
+	if (!g)
+		return -ENOMEM;
+	g->inst = inst;
+	g->host = host;
+	g->cfg = config;
+	g->clk_tck = sysconf(_SC_CLK_TCK);
+	stacktab_init(&g->st, 0);
+	if (g->cfg->timeout_ms < g->cfg->interval_ms) {
+		stacktab_fini(&g->st);
+		free(g);
+		return host->config_error(inst, "timeout_ms",
+					  "must be at least interval_ms");
+	}
+	g->alert_type = host->register_schema(inst, &hg_alert_schema);
+	if (g->alert_type < 0) {
+		err = g->alert_type;
+		host->log(inst, NT_LOG_ERROR, "cannot register alert.cuda_hang: %d", err);
+		goto fail;
+	}
+	for (size_t i = 0; i < NT_ARRAY_LEN(pats); i++)
+		if ((err = host->subscribe(inst, pats[i])) < 0)
+			goto fail;
+	g->m_quiet = host->metric_register(inst, &m_quiet_desc);
+	g->m_alerts = host->metric_register(inst, &m_alerts_desc);
+	if (!g->m_quiet || !g->m_alerts) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	*state = g;
+	return 0;
+fail:
+	stacktab_fini(&g->st);
+	free(g);
+	return err ? err : -EINVAL;
+}
+
+static int hg_attach(void *state)
+{
+	struct hg *g = state;
+
+	return g->host->add_timer(g->inst, (uint64_t)g->cfg->interval_ms, 1);
+}
+
+static int hg_poll(void *state, uint32_t token, uint32_t budget)
+{
+	(void)token;
+	(void)budget;
+	hg_tick(state);
+	return 0;
+}
+
+static void hg_detach(void *state)
+{
+	(void)state;
+}
+
+static void hg_fini(void *state)
+{
+	struct hg *g = state;
+
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->np; i++)
+		free(g->procs[i]);
+	free(g->procs);
+	stacktab_fini(&g->st);
+	free(g);
+}
+
+NT_PLUGIN_EXPORT = {
+	NT_PLUGIN_HEADER,
+	.name = "cuda_hang",
+	.kind = NT_KIND_DETECTOR,
+	.n_config = NT_ARRAY_LEN(hg_keys),
+	.description = "CUDA hangs: GPU activity stopped while the process runs; last launch, threads blocked in a sync",
+	.version = "0.1.0",
+	.config = hg_keys,
+	.config_size = sizeof(struct hg_cfg),
+	.init = hg_init,
+	.attach = hg_attach,
+	.poll = hg_poll,
+	.detach = hg_detach,
+	.fini = hg_fini,
+	.consume = hg_consume,
+};

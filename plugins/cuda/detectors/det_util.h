@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small helpers shared by the CUDA detectors: a growable string buffer with
+ * JSON escaping, byte formatting, monotonic time and a /proc liveness check.
+ * Pure C, no ntcore dependency, compiled into every detector and the unit
+ * tests.
+ */
+#ifndef CUDA_DET_UTIL_H
+#define CUDA_DET_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom; /* an allocation failed: content is truncated */
+};
+
+void sb_init(struct sbuf *b);
+void sb_free(struct sbuf *b);
+void sb_reset(struct sbuf *b);
+void sb_putc(struct sbuf *b, char c);
+void sb_puts(struct sbuf *b, const char *s);
+void sb_putn(struct sbuf *b, const char *s, size_t n);
+void sb_printf(struct sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Appends `s` (n bytes) as a quoted JSON string. */
+void sb_json_strn(struct sbuf *b, const char *s, size_t n);
+void sb_json_str(struct sbuf *b, const char *s);
+/* Appends `s` escaped for XML text/attribute content. */
+void sb_xml_str(struct sbuf *b, const char *s);
+/* Stack texts are the cuda probe's: frames innermost first separated by
+ * STACK_SEP, frame 0 the probed API function, frame 1 its caller. */
+#define STACK_SEP ';'
+/* Appends a JSON array of strings, one per frame, at most max_frames. */
+void sb_json_stack(struct sbuf *b, const char *stack, unsigned max_frames);
+/* NUL-terminated view; "" when empty. */
+const char *sb_str(const struct sbuf *b);
+
+/* "1.50 MiB", "512 B", ...: writes into buf (at least 32 bytes). */
+const char *fmt_bytes(uint64_t v, char *buf, size_t len);
+
+/* Frame `idx` of a stack text copied into out ("" when absent). */
+const char *stack_frame(const char *stack, unsigned idx, char *out, size_t len);
+/* The first frame of a stack text. */
+const char *stack_top(const char *stack, char *out, size_t len);
+/* The caller's frame: the first frame after frame 0 that is not inside the
+ * CUDA runtime or driver libraries (libcudart, libcuda); frame 0 when the
+ * stack has one frame only. This is "where in the user's code". */
+const char *stack_user_frame(const char *stack, char *out, size_t len);
+
+uint64_t mono_now_ns(void);
+
+/* Process state from /proc/PID/stat: 1 runs (any state but zombie/dead),
+ * 0 gone or zombie. `proc_root` is normally "/proc" (tests pass another). */
+int proc_alive(const char *proc_root, uint32_t pid);
+/* utime+stime of the process in clock ticks, or -1. */
+int64_t proc_cpu_ticks(const char *proc_root, uint32_t pid);
+
+/* FNV-1a 64-bit. */
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
+static inline uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+#endif
