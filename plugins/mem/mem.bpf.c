@@ -477,9 +477,9 @@ static __always_inline bool release(__u32 tgid, __u64 addr, __u32 want_kind,
 }
 
 /*
- * Entry of a function with a uretprobe. Returns the pending slot to fill, or
- * NULL when the call is nested in another allocator call of the same thread
- * (only the outer one is counted).
+ * Entry of a function with a uretprobe: remember its arguments for the
+ * return. False when the call is nested in another allocator call of the
+ * same thread (only the outer one is counted).
  */
 static __always_inline bool enter(struct pt_regs *ctx, __u32 tid, __u32 fn,
 				  __u64 size, __u64 arg)
@@ -507,103 +507,36 @@ static __always_inline bool enter(struct pt_regs *ctx, __u32 tid, __u32 fn,
 	if (!nt_target_ok(tgid))                                               \
 		return 0
 
-SEC("uprobe")
-int BPF_KPROBE(malloc_enter, __u64 size)
-{
-	ENTRY_PROLOGUE();
-	enter(ctx, tid, MEM_FN_MALLOC, size, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(calloc_enter, __u64 n, __u64 size)
-{
-	ENTRY_PROLOGUE();
-	enter(ctx, tid, MEM_FN_CALLOC, n * size, 0);
-	return 0;
-}
-
-/* aligned_alloc(align, size), memalign(align, size) */
-SEC("uprobe")
-int BPF_KPROBE(memalign_enter, __u64 align, __u64 size)
-{
-	ENTRY_PROLOGUE();
-	enter(ctx, tid, MEM_FN_MEMALIGN, size, 0);
-	return 0;
-}
-
-/* valloc(size), pvalloc(size) */
-SEC("uprobe")
-int BPF_KPROBE(valloc_enter, __u64 size)
-{
-	ENTRY_PROLOGUE();
-	enter(ctx, tid, MEM_FN_VALLOC, size, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
-{
-	ENTRY_PROLOGUE();
-	enter(ctx, tid, MEM_FN_POSIX_MEMALIGN, size, memptr);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
+/* realloc releases its block at entry: a racing malloc in another thread
+ * may get the same address back before realloc returns. */
+static __always_inline void realloc_enter(struct pt_regs *ctx, __u32 tgid,
+					  __u32 tid, __u64 ptr, __u64 size)
 {
 	struct mem_alloc_val old = {};
 	struct mem_pending *p;
 	bool found = false;
 
-	ENTRY_PROLOGUE();
-	/* realloc releases its block now: a racing malloc in another thread
-	 * may get the same address back before realloc returns. */
 	if (ptr)
 		found = release(tgid, ptr, MEM_KIND_HEAP, &old);
 	if (!enter(ctx, tid, MEM_FN_REALLOC, size, 0))
-		return 0;
+		return;
 	p = bpf_map_lookup_elem(&pending, &tid);
 	if (p && found) {
 		p->old_addr = ptr;
 		p->old = old;
 		p->old_found = 1;
 	}
-	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(free_enter, __u64 ptr)
-{
-	struct mem_alloc_val old;
-
-	ENTRY_PROLOGUE();
-	(void)tid;
-	if (ptr)
-		release(tgid, ptr, MEM_KIND_HEAP, &old);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(mmap_enter, __u64 addr, __u64 len, __u64 prot, __u64 flags)
-{
-	ENTRY_PROLOGUE();
-	enter(ctx, tid, (flags & MAP_ANONYMOUS_FLAG) ? MEM_FN_MMAP : MEM_FN_IGNORE,
-	      len, 0);
-	return 0;
-}
-
-SEC("uprobe")
-int BPF_KPROBE(munmap_enter, __u64 addr, __u64 len)
+static __always_inline void munmap_enter(__u32 tgid, __u64 addr, __u64 len)
 {
 	struct mem_alloc_val old;
 	struct mem_heap_stats *st;
 	__u64 page = 1ull << page_shift;
 	__u64 cut;
 
-	ENTRY_PROLOGUE();
 	if (!release(tgid, addr, MEM_KIND_MMAP, &old))
-		return 0;
+		return;
 	/* Unmapping the head of a region: keep its tail outstanding. */
 	cut = (len + page - 1) & ~(page - 1);
 	if (cut < old.size) {
@@ -616,7 +549,54 @@ int BPF_KPROBE(munmap_enter, __u64 addr, __u64 len)
 				live_add(st, MEM_KIND_MMAP, (__s64)old.size, 1);
 		}
 	}
-	(void)tid;
+}
+
+/*
+ * Entry of every allocator function; the attach cookie says which (enum
+ * mem_fn). One program so that one uprobe_multi link carries them all.
+ */
+SEC("uprobe")
+int heap_enter(struct pt_regs *ctx)
+{
+	__u64 fn = bpf_get_attach_cookie(ctx);
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx);
+	struct mem_alloc_val old;
+
+	ENTRY_PROLOGUE();
+	switch (fn) {
+	case MEM_FN_MALLOC:
+	case MEM_FN_VALLOC:
+	case MEM_FN_PVALLOC: /* (size) */
+		enter(ctx, tid, (__u32)fn, a1, 0);
+		break;
+	case MEM_FN_CALLOC: /* (n, size) */
+		enter(ctx, tid, MEM_FN_CALLOC, a1 * a2, 0);
+		break;
+	case MEM_FN_ALIGNED_ALLOC:
+	case MEM_FN_MEMALIGN: /* (align, size) */
+		enter(ctx, tid, (__u32)fn, a2, 0);
+		break;
+	case MEM_FN_POSIX_MEMALIGN: /* (memptr, align, size) */
+		enter(ctx, tid, MEM_FN_POSIX_MEMALIGN, PT_REGS_PARM3(ctx), a1);
+		break;
+	case MEM_FN_REALLOC: /* (ptr, size) */
+		realloc_enter(ctx, tgid, tid, a1, a2);
+		break;
+	case MEM_FN_FREE: /* (ptr) */
+		if (a1)
+			release(tgid, a1, MEM_KIND_HEAP, &old);
+		break;
+	case MEM_FN_MMAP: /* (addr, len, prot, flags, fd, off) */
+		enter(ctx, tid,
+		      (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS_FLAG) ? MEM_FN_MMAP : MEM_FN_IGNORE,
+		      a2, 0);
+		break;
+	case MEM_FN_MUNMAP: /* (addr, len) */
+		munmap_enter(tgid, a1, a2);
+		break;
+	default:
+		break;
+	}
 	return 0;
 }
 

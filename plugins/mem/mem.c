@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -256,11 +258,12 @@ struct mem_proc_info {
 	bool finalized;
 	bool heap_attached;
 	uint64_t gone_ns; /* when finalized: series removed one interval later */
+	uint64_t comm_ns; /* when comm was read (a -- CMD child execs later) */
 	/* last values pushed to counters / published */
 	uint64_t c_faults, c_allocs, c_frees, c_alloc_bytes, c_freed_bytes, c_untracked;
 	uint64_t pub_rss, pub_peak, pub_faults, pub_swap;
 	uint64_t pub_allocs, pub_frees, pub_mmaps, pub_munmaps;
-	struct bpf_link **links; /* per-pid uprobes */
+	struct mem_link *links; /* per-pid uprobes */
 	size_t n_links;
 	char lib[PATH_MAX];
 };
@@ -276,6 +279,36 @@ struct mem_lib {
 	char path[PATH_MAX];
 	struct mem_fn_point pts[MEM_FN_COUNT];
 	size_t n_pts;
+};
+
+/* A BPF link: from libbpf, or a raw fd (uprobe_multi, unknown to libbpf 1.1). */
+struct mem_link {
+	struct bpf_link *link;
+	int fd;
+};
+
+static void mem_link_destroy(struct mem_link *l)
+{
+	if (l->link)
+		bpf_link__destroy(l->link);
+	else if (l->fd >= 0)
+		close(l->fd);
+	l->link = NULL;
+	l->fd = -1;
+}
+
+/*
+ * Unregistering a uprobe waits for a kernel grace period (~0.1 s a link on
+ * the project's VMs), so links of processes that left are destroyed by a
+ * worker thread and the loop never waits for them.
+ */
+struct mem_reaper {
+	pthread_t th;
+	bool started, stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct mem_link *q;
+	size_t n, cap;
 };
 
 struct mem_state {
@@ -299,14 +332,16 @@ struct mem_state {
 	struct mem_lib *libs;
 	size_t n_libs;
 
-	struct bpf_link **glinks; /* pid -1 uprobes */
+	struct mem_link *glinks; /* pid -1 uprobes */
 	size_t n_glinks;
-	struct bpf_link **tlinks; /* tracepoints */
+	struct mem_link *tlinks; /* tracepoints */
 	size_t n_tlinks;
 
 	uint32_t *exits; /* processes to finalize */
 	size_t n_exits, cap_exits;
 
+	struct mem_reaper reaper;
+	bool multi_ok; /* uprobe_multi links work (Linux 6.6+) */
 	struct mem_symcache syms;
 	struct mem_groups groups;
 	char *buf; /* event assembly */
@@ -356,11 +391,24 @@ static struct mem_proc_info *proc_find(struct mem_state *st, uint32_t pid,
 	return lo < st->n_procs && st->procs[lo]->pid == pid ? st->procs[lo] : NULL;
 }
 
+static void proc_read_comm(struct mem_proc_info *p)
+{
+	char path[64], comm[64];
+
+	if (p->finalized)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+	if (read_file(path, comm, sizeof(comm)) > 0) {
+		comm[strcspn(comm, "\n")] = '\0';
+		snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
+	}
+	p->comm_ns = mono_ns();
+}
+
 static struct mem_proc_info *proc_get(struct mem_state *st, uint32_t pid)
 {
 	size_t pos;
 	struct mem_proc_info *p = proc_find(st, pid, &pos);
-	char path[64];
 
 	if (p)
 		return p;
@@ -377,11 +425,8 @@ static struct mem_proc_info *proc_get(struct mem_state *st, uint32_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	if (read_file(path, p->comm, sizeof(p->comm)) > 0)
-		p->comm[strcspn(p->comm, "\n")] = '\0';
-	else
-		snprintf(p->comm, sizeof(p->comm), "?");
+	snprintf(p->comm, sizeof(p->comm), "?");
+	proc_read_comm(p);
 	memmove(st->procs + pos + 1, st->procs + pos,
 		(st->n_procs - pos) * sizeof(*st->procs));
 	st->procs[pos] = p;
@@ -389,10 +434,79 @@ static struct mem_proc_info *proc_get(struct mem_state *st, uint32_t pid)
 	return p;
 }
 
-static void proc_links_destroy(struct mem_proc_info *p)
+static void *reaper_main(void *arg)
 {
-	for (size_t i = 0; i < p->n_links; i++)
-		bpf_link__destroy(p->links[i]);
+	struct mem_reaper *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (!r->n && !r->stop)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (!r->n && r->stop)
+			break;
+		struct mem_link *batch = r->q;
+		size_t n = r->n;
+
+		r->q = NULL;
+		r->n = r->cap = 0;
+		pthread_mutex_unlock(&r->mu);
+		for (size_t i = 0; i < n; i++)
+			mem_link_destroy(&batch[i]);
+		free(batch);
+		pthread_mutex_lock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* Hand links over (the array itself stays the caller's). */
+static void reaper_push(struct mem_reaper *r, struct mem_link *links, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&r->mu);
+	if (!r->started && !r->stop &&
+	    pthread_create(&r->th, NULL, reaper_main, r) == 0)
+		r->started = true;
+	if (r->started && r->n + n > r->cap) {
+		size_t cap = (r->n + n) * 2;
+		struct mem_link *q = realloc(r->q, cap * sizeof(*q));
+
+		if (q) {
+			r->q = q;
+			r->cap = cap;
+		}
+	}
+	if (r->started && r->n + n <= r->cap) {
+		memcpy(r->q + r->n, links, n * sizeof(*links));
+		r->n += n;
+		pthread_cond_signal(&r->cv);
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	pthread_mutex_unlock(&r->mu);
+	for (size_t i = 0; i < n; i++) /* no thread: do it here */
+		mem_link_destroy(&links[i]);
+}
+
+/* Wait until every handed-over link is gone. */
+static void reaper_stop(struct mem_reaper *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->stop = true;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	if (r->started)
+		pthread_join(r->th, NULL);
+	r->started = false;
+	free(r->q);
+	r->q = NULL;
+	r->n = r->cap = 0;
+}
+
+static void proc_links_destroy(struct mem_state *st, struct mem_proc_info *p)
+{
+	reaper_push(&st->reaper, p->links, p->n_links);
 	free(p->links);
 	p->links = NULL;
 	p->n_links = 0;
@@ -406,7 +520,7 @@ static void proc_remove(struct mem_state *st, uint32_t pid)
 
 	if (!p)
 		return;
-	proc_links_destroy(p);
+	proc_links_destroy(st, p);
 	for (int i = 0; i < M_COUNT; i++)
 		if (st->m[i]) {
 			char pidbuf[16];
@@ -435,7 +549,9 @@ static int resolve_self_libc(struct mem_state *st, char *out, size_t len)
 	if (h) {
 		if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name &&
 		    lm->l_name[0] == '/') {
-			snprintf(out, len, "%s", lm->l_name);
+			char real[PATH_MAX];
+
+			snprintf(out, len, "%s", realpath(lm->l_name, real) ? real : lm->l_name);
 			dlclose(h);
 			return 0;
 		}
@@ -508,7 +624,9 @@ static int resolve_libc(struct mem_state *st, uint32_t pid, char *out, size_t le
 		return rc;
 	}
 	if (same_mount_ns(pid)) {
-		snprintf(out, len, "%s", exe);
+		char real[PATH_MAX];
+
+		snprintf(out, len, "%s", realpath(exe, real) ? real : exe);
 	} else {
 		/* The process sees another root: open its library through it. */
 		int pre = snprintf(out, len, "/proc/%u/root", pid);
@@ -583,88 +701,156 @@ static struct mem_lib *lib_get(struct mem_state *st, const char *path)
 				      path, mem_fn_name(fn), ap.first.text, hex,
 				      mem_fn_name(fn), ap.skip, ap.at.text);
 		else
-			st->host->log(st->inst, ap.emulated ? NT_LOG_INFO : NT_LOG_WARN,
+			st->host->log(st->inst,
+				      ap.emulated || fn == MEM_FN_MUNMAP ? NT_LOG_INFO : NT_LOG_WARN,
 				      "%s: %s starts with '%s' (%s): %s",
 				      path, mem_fn_name(fn), ap.first.text, hex,
 				      ap.emulated ? "emulated by the kernel (cheap uprobe)"
-						  : "the kernel single-steps it (~15 us a hit)");
+						  : "no emulated instruction within reach; the kernel single-steps it (~15 us a hit)");
 	}
 	return lib;
 }
 
-static struct bpf_program *entry_prog(struct mem_state *st, unsigned fn)
+static int links_push(struct mem_link **v, size_t *n, struct bpf_link *l, int fd)
 {
-	struct mem_bpf *s = st->skel;
-
-	switch (fn) {
-	case MEM_FN_MALLOC: return s->progs.malloc_enter;
-	case MEM_FN_CALLOC: return s->progs.calloc_enter;
-	case MEM_FN_REALLOC: return s->progs.realloc_enter;
-	case MEM_FN_FREE: return s->progs.free_enter;
-	case MEM_FN_POSIX_MEMALIGN: return s->progs.posix_memalign_enter;
-	case MEM_FN_ALIGNED_ALLOC:
-	case MEM_FN_MEMALIGN: return s->progs.memalign_enter;
-	case MEM_FN_VALLOC:
-	case MEM_FN_PVALLOC: return s->progs.valloc_enter;
-	case MEM_FN_MMAP: return s->progs.mmap_enter;
-	case MEM_FN_MUNMAP: return s->progs.munmap_enter;
-	default: return NULL;
-	}
-}
-
-static int links_push(struct bpf_link ***v, size_t *n, struct bpf_link *l)
-{
-	struct bpf_link **grown = realloc(*v, (*n + 1) * sizeof(*grown));
+	struct mem_link *grown = realloc(*v, (*n + 1) * sizeof(*grown));
 
 	if (!grown) {
-		bpf_link__destroy(l);
+		struct mem_link ml = {l, fd};
+
+		mem_link_destroy(&ml);
 		return -ENOMEM;
 	}
 	*v = grown;
-	(*v)[(*n)++] = l;
+	(*v)[*n].link = l;
+	(*v)[*n].fd = fd;
+	(*n)++;
 	return 0;
+}
+
+/*
+ * BPF_LINK_CREATE for a uprobe_multi link (Linux 6.6), laid out by hand:
+ * the installed UAPI header and libbpf 1.1 predate it. The first 16 bytes
+ * are link_create's prog_fd, target_fd, attach_type and flags.
+ */
+#define MEM_BPF_TRACE_UPROBE_MULTI 48
+#define MEM_BPF_F_UPROBE_MULTI_RETURN 1
+
+struct mem_uprobe_multi_attr {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__aligned_u64 path;
+	__aligned_u64 offsets;
+	__aligned_u64 ref_ctr_offsets;
+	__aligned_u64 cookies;
+	__u32 cnt;
+	__u32 um_flags;
+	__u32 pid;
+};
+
+/* One link for all offsets: one grace period to detach, not one each. */
+static int attach_multi(struct bpf_program *prog, int pid,
+				     const char *path, const uint64_t *offs,
+				     const uint64_t *cookies, size_t n, bool ret)
+{
+	struct mem_uprobe_multi_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (__u32)bpf_program__fd(prog);
+	a.attach_type = MEM_BPF_TRACE_UPROBE_MULTI;
+	a.path = (__u64)(uintptr_t)path;
+	a.offsets = (__u64)(uintptr_t)offs;
+	a.cookies = (__u64)(uintptr_t)cookies;
+	a.cnt = (__u32)n;
+	a.um_flags = ret ? MEM_BPF_F_UPROBE_MULTI_RETURN : 0;
+	a.pid = pid > 0 ? (__u32)pid : 0;
+	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 }
 
 /* Attach the allocator probes of `path` for pid (-1: every process). */
 static int heap_attach(struct mem_state *st, int pid, const char *path,
-		       struct bpf_link ***links, size_t *n_links)
+		       struct mem_link **links, size_t *n_links)
 {
 	struct mem_lib *lib = lib_get(st, path);
+	uint64_t eoff[MEM_FN_COUNT], ecook[MEM_FN_COUNT];
+	uint64_t roff[MEM_FN_COUNT], rcook[MEM_FN_COUNT];
+	size_t ne = 0, nr = 0;
 	int attached = 0, err = 0;
 
 	if (!lib)
 		return -ENOMEM;
 	for (size_t i = 0; i < lib->n_pts; i++) {
-		const struct mem_fn_point *pt = &lib->pts[i];
-		LIBBPF_OPTS(bpf_uprobe_opts, eo);
-		LIBBPF_OPTS(bpf_uprobe_opts, ro, .retprobe = true);
+		eoff[ne] = lib->pts[i].off;
+		ecook[ne++] = lib->pts[i].fn;
+		if (mem_fn_needs_return(lib->pts[i].fn)) {
+			roff[nr] = lib->pts[i].off;
+			rcook[nr++] = lib->pts[i].fn;
+		}
+	}
+	if (!ne)
+		return -ENOENT;
+	if (st->multi_ok) {
+		int e = attach_multi(st->skel->progs.heap_enter, pid, path, eoff, ecook,
+				     ne, false);
+		int r = -1;
+
+		if (e >= 0 && nr)
+			r = attach_multi(st->skel->progs.alloc_return, pid, path, roff,
+					 rcook, nr, true);
+		if (e >= 0 && (r >= 0 || !nr)) {
+			if (links_push(links, n_links, NULL, e) ||
+			    (r >= 0 && links_push(links, n_links, NULL, r)))
+				return -ENOMEM;
+			return 0;
+		}
+		err = -errno;
+		if (e >= 0)
+			close(e);
+		if (err == -ESRCH || err == -ENOENT || err == -EACCES || err == -EPERM) {
+			st->host->log(st->inst, NT_LOG_ERROR,
+				      "cannot attach uprobes to %s (pid %d): %s", path, pid,
+				      strerror(-err));
+			return err;
+		}
+		st->host->log(st->inst, NT_LOG_INFO,
+			      "uprobe_multi links refused (%s): one uprobe link per function",
+			      strerror(-err));
+		st->multi_ok = false;
+	}
+	for (size_t i = 0; i < ne; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = ecook[i]);
 		struct bpf_link *l;
 
-		l = bpf_program__attach_uprobe_opts(entry_prog(st, pt->fn), pid, path,
-						    (size_t)pt->off, &eo);
+		l = bpf_program__attach_uprobe_opts(st->skel->progs.heap_enter, pid, path,
+						    (size_t)eoff[i], &eo);
 		if (!l) {
 			err = -errno;
 			st->host->log(st->inst, NT_LOG_ERROR,
 				      "cannot attach uprobe %s:%s (pid %d): %s", path,
-				      mem_fn_name(pt->fn), pid, strerror(-err));
+				      mem_fn_name((unsigned)ecook[i]), pid, strerror(-err));
 			continue;
 		}
-		if (links_push(links, n_links, l))
+		if (links_push(links, n_links, l, -1))
 			return -ENOMEM;
-		if (mem_fn_needs_return(pt->fn)) {
-			l = bpf_program__attach_uprobe_opts(st->skel->progs.alloc_return,
-							    pid, path, (size_t)pt->off, &ro);
-			if (!l) {
-				err = -errno;
-				st->host->log(st->inst, NT_LOG_ERROR,
-					      "cannot attach uretprobe %s:%s (pid %d): %s",
-					      path, mem_fn_name(pt->fn), pid, strerror(-err));
-				continue;
-			}
-			if (links_push(links, n_links, l))
-				return -ENOMEM;
-		}
 		attached++;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, ro, .retprobe = true, .bpf_cookie = rcook[i]);
+		struct bpf_link *l;
+
+		l = bpf_program__attach_uprobe_opts(st->skel->progs.alloc_return, pid,
+						    path, (size_t)roff[i], &ro);
+		if (!l) {
+			err = -errno;
+			st->host->log(st->inst, NT_LOG_ERROR,
+				      "cannot attach uretprobe %s:%s (pid %d): %s", path,
+				      mem_fn_name((unsigned)rcook[i]), pid, strerror(-err));
+			continue;
+		}
+		if (links_push(links, n_links, l, -1))
+			return -ENOMEM;
 	}
 	if (!attached)
 		return err ? err : -ENOENT;
@@ -685,7 +871,7 @@ static int heap_attach_pid(struct mem_state *st, uint32_t pid)
 		return rc;
 	rc = heap_attach(st, (int)pid, p->lib, &p->links, &p->n_links);
 	if (rc) {
-		proc_links_destroy(p);
+		proc_links_destroy(st, p);
 		return rc;
 	}
 	p->heap_attached = true;
@@ -744,8 +930,11 @@ static void hdr_fill(struct mem_state *st, struct nt_event_hdr *h, int type,
 	h->ts_ns = mono_ns();
 	h->pid = pid;
 	h->tid = pid;
-	if (p)
+	if (p) {
+		if (h->ts_ns - p->comm_ns > (uint64_t)st->cfg->interval_ms * 500000ull)
+			proc_read_comm(p);
 		memcpy(h->comm, p->comm, sizeof(h->comm));
+	}
 }
 
 static void *buf_get(struct mem_state *st, size_t len)
@@ -1072,14 +1261,29 @@ static void tick(struct mem_state *st)
 	int rc;
 
 	finalize_pending(st);
-	if (st->cfg->rss || st->cfg->faults)
+	if (st->cfg->rss || st->cfg->faults) {
+		uint32_t stale[64];
+		size_t n_stale = 0;
+
 		for (rc = bpf_map_get_next_key(pfd, NULL, &key); rc == 0;
 		     rc = bpf_map_get_next_key(pfd, &key, &next), key = next) {
+			struct mem_proc_info *p = proc_find(st, key, NULL);
 			struct mem_proc pr;
 
+			/* Updated after its final report (the exit's unmapping
+			 * host-wide), or gone without an exit record. */
+			if ((p && p->finalized) ||
+			    (!p && kill((pid_t)key, 0) != 0 && errno == ESRCH)) {
+				if (n_stale < NT_ARRAY_LEN(stale))
+					stale[n_stale++] = key;
+				continue;
+			}
 			if (bpf_map_lookup_elem(pfd, &key, &pr) == 0)
 				report_rss(st, key, &pr, false);
 		}
+		for (size_t i = 0; i < n_stale; i++)
+			bpf_map_delete_elem(pfd, &stale[i]);
+	}
 	if (st->heap_on) {
 		struct scan_ctx sc = {
 			.min_ts = now - (uint64_t)st->cfg->min_age_ms * 1000000ull,
@@ -1216,7 +1420,7 @@ static void finalize_pending(struct mem_state *st)
 				      "target pid %u (%s) exited%s%s%s; final report published, the other targets go on",
 				      pid, p->comm, have_hs ? ": " : "",
 				      have_hs ? live : "", have_hs ? " of heap outstanding" : "");
-		proc_links_destroy(p);
+		proc_links_destroy(st, p);
 		p->finalized = true;
 		p->gone_ns = mono_ns();
 		bpf_map_delete_elem(hfd, &pid);
@@ -1337,6 +1541,8 @@ static int mem_init(struct nt_instance *inst, const struct nt_host *host,
 	st->page_shift = (uint32_t)__builtin_ctzl((unsigned long)sysconf(_SC_PAGESIZE));
 	mem_symcache_init(&st->syms);
 	mem_groups_init(&st->groups);
+	pthread_mutex_init(&st->reaper.mu, NULL);
+	pthread_cond_init(&st->reaper.cv, NULL);
 	n = readlink("/proc/self/exe", st->self_exe, sizeof(st->self_exe) - 1);
 	if (n > 0)
 		st->self_exe[n] = '\0';
@@ -1397,7 +1603,7 @@ static int attach_tp(struct mem_state *st, struct bpf_program *prog)
 			      bpf_program__name(prog), strerror(-err));
 		return err;
 	}
-	return links_push(&st->tlinks, &st->n_tlinks, l);
+	return links_push(&st->tlinks, &st->n_tlinks, l, -1);
 }
 
 static int mem_attach(void *state)
@@ -1443,6 +1649,15 @@ static int mem_attach(void *state)
 	bpf_map__set_max_entries(s->maps.stacks,
 				 heap && c->stacks ? (uint32_t)c->max_stacks : 1);
 	bpf_map__set_value_size(s->maps.stacks, (uint32_t)c->stack_depth * sizeof(__u64));
+	/* Programs loaded for uprobe_multi links; kernels before 6.6 ignore
+	 * the attach type of a kprobe program and take per-function links. */
+	st->multi_ok = heap;
+	if (heap) {
+		bpf_program__set_expected_attach_type(s->progs.heap_enter,
+						      MEM_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(s->progs.alloc_return,
+						      MEM_BPF_TRACE_UPROBE_MULTI);
+	}
 	if (!heap) {
 		bpf_map__set_max_entries(s->maps.pending, 1);
 		bpf_map__set_max_entries(s->maps.seen_stacks, 1);
@@ -1591,14 +1806,13 @@ static void mem_detach(void *state)
 		finalize_pending(st);
 	}
 	for (size_t i = 0; i < st->n_procs; i++)
-		proc_links_destroy(st->procs[i]);
-	for (size_t i = 0; i < st->n_glinks; i++)
-		bpf_link__destroy(st->glinks[i]);
+		proc_links_destroy(st, st->procs[i]);
+	reaper_push(&st->reaper, st->glinks, st->n_glinks);
 	free(st->glinks);
 	st->glinks = NULL;
 	st->n_glinks = 0;
-	for (size_t i = 0; i < st->n_tlinks; i++)
-		bpf_link__destroy(st->tlinks[i]);
+	reaper_push(&st->reaper, st->tlinks, st->n_tlinks);
+	reaper_stop(&st->reaper); /* every link gone before the object */
 	free(st->tlinks);
 	st->tlinks = NULL;
 	st->n_tlinks = 0;
@@ -1624,6 +1838,8 @@ static void mem_fini(void *state)
 	free(st->buf);
 	mem_symcache_free(&st->syms);
 	mem_groups_free(&st->groups);
+	pthread_mutex_destroy(&st->reaper.mu);
+	pthread_cond_destroy(&st->reaper.cv);
 	free(st);
 }
 

@@ -24,6 +24,7 @@
 #define BUFFER (64u << 20)
 
 static void *volatile blocks[N_ALLOCS];
+static void *volatile kept;
 
 static void say(const char *what)
 {
@@ -85,13 +86,13 @@ __attribute__((noinline)) static void churn(int seconds)
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += seconds;
 	do {
-		void *keep = malloc(512);
+		kept = malloc(512); /* leaked on purpose */
 
 		for (int i = 0; i < 9; i++) {
 			void *volatile p = malloc(512);
 			free(p);
 		}
-		(void)keep; /* leaked on purpose */
+
 		sleep_ms(10);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while (now.tv_sec < end.tv_sec ||
