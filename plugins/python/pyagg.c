@@ -538,3 +538,146 @@ uint32_t py_agg_n_stacks(const struct py_agg *a)
 {
 	return a->live_stacks;
 }
+
+const char *py_agg_frame_func(const struct py_agg *a, uint32_t frame,
+			      const char **file, int *line)
+{
+	if (frame >= a->n_frames) {
+		*file = NULL;
+		*line = 0;
+		return "?";
+	}
+	*file = a->frames[frame].file;
+	*line = a->frames[frame].line;
+	return a->frames[frame].func;
+}
+
+const uint32_t *py_agg_stack_frames(const struct py_agg *a, uint32_t stack,
+				    uint32_t *n)
+{
+	if (stack >= a->n_stacks || a->stacks[stack].dead)
+		return NULL;
+	*n = a->stacks[stack].n;
+	return a->stacks[stack].frames;
+}
+
+/* ---- u64 -> pointer map ---- */
+
+static uint32_t mix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return (uint32_t)k;
+}
+
+void *py_map_get(const struct py_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	for (uint32_t j = mix64(key) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
+		if (!m->vals[j])
+			return NULL;
+		if (m->vals[j] != PY_MAP_TOMB && m->keys[j] == key)
+			return m->vals[j];
+	}
+}
+
+static int map_rehash(struct py_map *m, uint32_t ncap)
+{
+	uint64_t *nk = calloc(ncap, sizeof(*nk));
+	void **nv = calloc(ncap, sizeof(*nv));
+
+	if (!nk || !nv) {
+		free(nk);
+		free(nv);
+		return -1;
+	}
+	for (uint32_t i = 0; i < m->cap; i++) {
+		uint32_t j;
+
+		if (!m->vals[i] || m->vals[i] == PY_MAP_TOMB)
+			continue;
+		for (j = mix64(m->keys[i]) & (ncap - 1); nv[j]; j = (j + 1) & (ncap - 1))
+			;
+		nk[j] = m->keys[i];
+		nv[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = nk;
+	m->vals = nv;
+	m->cap = ncap;
+	m->used = m->n;
+	return 0;
+}
+
+int py_map_put(struct py_map *m, uint64_t key, void *val)
+{
+	uint32_t j, tomb = UINT32_MAX;
+
+	if ((m->used + 1) * 4 > m->cap * 3 &&
+	    map_rehash(m, m->n * 4 > m->cap ? (m->cap ? m->cap * 2 : 64) : (m->cap ? m->cap : 64)))
+		return -1;
+	for (j = mix64(key) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
+		if (!m->vals[j])
+			break;
+		if (m->vals[j] == PY_MAP_TOMB) {
+			if (tomb == UINT32_MAX)
+				tomb = j;
+			continue;
+		}
+		if (m->keys[j] == key) {
+			m->vals[j] = val;
+			return 0;
+		}
+	}
+	if (tomb != UINT32_MAX) {
+		j = tomb;
+	} else {
+		m->used++;
+	}
+	m->keys[j] = key;
+	m->vals[j] = val;
+	m->n++;
+	return 0;
+}
+
+void *py_map_del(struct py_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	for (uint32_t j = mix64(key) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
+		void *v = m->vals[j];
+
+		if (!v)
+			return NULL;
+		if (v != PY_MAP_TOMB && m->keys[j] == key) {
+			m->vals[j] = PY_MAP_TOMB;
+			m->n--;
+			return v;
+		}
+	}
+}
+
+bool py_map_next(const struct py_map *m, uint32_t *it, uint64_t *key,
+		 void **val)
+{
+	while (*it < m->cap) {
+		uint32_t j = (*it)++;
+
+		if (m->vals[j] && m->vals[j] != PY_MAP_TOMB) {
+			*key = m->keys[j];
+			*val = m->vals[j];
+			return true;
+		}
+	}
+	return false;
+}
+
+void py_map_free(struct py_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}

@@ -46,7 +46,12 @@ bool py_is_python_name(const char *path)
 	const char *b = strrchr(path, '/');
 
 	b = b ? b + 1 : path;
-	return strncmp(b, "python", 6) == 0 || strncmp(b, "libpython", 9) == 0;
+	if (strncmp(b, "lib", 3) == 0)
+		b += 3;
+	if (strncmp(b, "python", 6) != 0)
+		return false;
+	/* "python", "python3", "python3.11", "libpython3.12.so.1.0" */
+	return b[6] == '\0' || (b[6] >= '0' && b[6] <= '9');
 }
 
 int py_read(pid_t pid, uint64_t addr, void *buf, size_t len)
@@ -393,19 +398,16 @@ int py_read_str(pid_t pid, const struct py_layout *l, uint64_t addr,
 	return (int)at;
 }
 
-int py_read_type_name(pid_t pid, const struct py_layout *l, uint64_t obj,
-		      char *out, size_t outlen, uint64_t *type_addr)
+int py_read_tp_name(pid_t pid, const struct py_layout *l, uint64_t type,
+		    char *out, size_t outlen)
 {
-	uint64_t type, name;
+	uint64_t name;
 	int ret;
 
 	if (!outlen)
 		return -EINVAL;
-	if ((ret = py_read_u64(pid, obj + l->ob_type, &type)) ||
-	    (ret = py_read_u64(pid, type + l->type_name, &name)))
+	if ((ret = py_read_u64(pid, type + l->type_name, &name)))
 		return ret;
-	if (type_addr)
-		*type_addr = type;
 	/* tp_name is a C string: read what we can, stop at NUL */
 	memset(out, 0, outlen);
 	for (size_t got = 0; got + 1 < outlen;) {
@@ -419,6 +421,19 @@ int py_read_type_name(pid_t pid, const struct py_layout *l, uint64_t obj,
 	}
 	out[outlen - 1] = '\0';
 	return out[0] ? 0 : -EINVAL;
+}
+
+int py_read_type_name(pid_t pid, const struct py_layout *l, uint64_t obj,
+		      char *out, size_t outlen, uint64_t *type_addr)
+{
+	uint64_t type;
+	int ret;
+
+	if ((ret = py_read_u64(pid, obj + l->ob_type, &type)))
+		return ret;
+	if (type_addr)
+		*type_addr = type;
+	return py_read_tp_name(pid, l, type, out, outlen);
 }
 
 void py_code_free(struct py_code *c)

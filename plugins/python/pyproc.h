@@ -58,6 +58,10 @@ int py_read_u64(pid_t pid, uint64_t addr, uint64_t *v);
 int py_read_str(pid_t pid, const struct py_layout *l, uint64_t addr,
 		char *out, size_t outlen);
 
+/* tp_name of the type object at type. */
+int py_read_tp_name(pid_t pid, const struct py_layout *l, uint64_t type,
+		    char *out, size_t outlen);
+
 /* Type name of the object at addr ("code", "str", ...). */
 int py_read_type_name(pid_t pid, const struct py_layout *l, uint64_t obj,
 		      char *out, size_t outlen, uint64_t *type_addr);

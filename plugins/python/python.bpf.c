@@ -162,44 +162,61 @@ static __always_inline __u64 thread_pointer(void)
 #endif
 }
 
+struct ts_walk {
+	struct py_bpf_offsets o;
+	__u64 want;
+	__u64 interp;
+	__u64 ts;
+	__u64 found;
+};
+
+static long ts_walk_cb(__u32 i, void *vctx)
+{
+	struct ts_walk *w = vctx;
+	__u64 id = 0;
+
+	if (!w->ts) {
+		if (rd64(w->interp + w->o.interp_next, &w->interp) || !w->interp)
+			return 1;
+		rd64(w->interp + w->o.interp_threads_head, &w->ts);
+		return 0;
+	}
+	if (rd64(w->ts + w->o.ts_thread_id, &id))
+		return 1;
+	if (id == w->want) {
+		w->found = w->ts;
+		return 1;
+	}
+	if (rd64(w->ts + w->o.ts_next, &w->ts))
+		return 1;
+	return 0;
+}
+
 /* The PyThreadState of the current thread, 0 if it has none. */
 static __always_inline __u64 find_tstate(const struct py_proc *pp, __u32 tid,
 					 __u64 now)
 {
-	const struct py_bpf_offsets *o = &pp->off;
 	struct py_tstate_ent *e = bpf_map_lookup_elem(&py_tstates, &tid);
 	struct py_tstate_ent ne = {};
-	__u64 want = o->tid_is_pthread ? thread_pointer() : tid;
-	__u64 interp = 0, ts = 0, id = 0;
+	struct ts_walk w = {};
+	__u64 id = 0;
 
+	w.o = pp->off;
+	w.want = w.o.tid_is_pthread ? thread_pointer() : tid;
 	if (e) {
 		if (e->tstate) {
-			if (rd64(e->tstate + o->ts_thread_id, &id) == 0 &&
-			    id == want)
+			if (rd64(e->tstate + w.o.ts_thread_id, &id) == 0 &&
+			    id == w.want)
 				return e->tstate;
 		} else if (now - e->ts_ns < neg_ttl_ns) {
 			return 0;
 		}
 	}
-	if (rd64(pp->runtime + o->runtime_interp_head, &interp) || !interp)
+	if (rd64(pp->runtime + w.o.runtime_interp_head, &w.interp) || !w.interp)
 		return 0;
-	rd64(interp + o->interp_threads_head, &ts);
-	for (int i = 0; i < PY_MAX_TSTATES; i++) {
-		if (!ts) {
-			if (rd64(interp + o->interp_next, &interp) || !interp)
-				break;
-			rd64(interp + o->interp_threads_head, &ts);
-			continue;
-		}
-		if (rd64(ts + o->ts_thread_id, &id))
-			break;
-		if (id == want) {
-			ne.tstate = ts;
-			break;
-		}
-		if (rd64(ts + o->ts_next, &ts))
-			break;
-	}
+	rd64(w.interp + w.o.interp_threads_head, &w.ts);
+	bpf_loop(PY_MAX_TSTATES, ts_walk_cb, &w, 0);
+	ne.tstate = w.found;
 	ne.ts_ns = now;
 	bpf_map_update_elem(&py_tstates, &tid, &ne, BPF_ANY);
 	return ne.tstate;
@@ -227,64 +244,73 @@ static __always_inline __u8 fb_u8(const __u8 *fb, __u32 off)
 	return fb[off];
 }
 
+struct fr_walk {
+	struct py_bpf_offsets o;
+	__u64 frame;
+	__u32 n, limit, rsz, flags;
+};
+
+static long fr_walk_cb(__u32 i, void *vctx)
+{
+	struct fr_walk *w = vctx;
+	__u32 zero = 0;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	__u64 code, prev, instr;
+
+	if (!sc || !w->frame)
+		return 1;
+	if (w->n >= w->limit) {
+		w->flags |= PY_F_TRUNCATED;
+		return 1;
+	}
+	if (bpf_probe_read_user(sc->fbuf, w->rsz & (PY_FRAME_BUF - 1),
+				(const void *)w->frame)) {
+		w->flags |= PY_F_READERR;
+		return 1;
+	}
+	code = fb_u64(sc->fbuf, w->o.frame_code);
+	prev = fb_u64(sc->fbuf, w->o.frame_previous);
+	instr = w->o.instr_is_int ? fb_u32(sc->fbuf, w->o.frame_instr)
+				  : fb_u64(sc->fbuf, w->o.frame_instr);
+	w->frame = prev;
+	if (w->o.frame_owner != PY_NO_OFF && w->o.owner_cstack != 0xff &&
+	    fb_u8(sc->fbuf, w->o.frame_owner) == w->o.owner_cstack)
+		return 0; /* C-stack shim frame */
+	if (!code)
+		return 0;
+	sc->s.frames[w->n & (PY_MAX_FRAMES - 1)].code = code;
+	sc->s.frames[w->n & (PY_MAX_FRAMES - 1)].instr = instr;
+	w->n++;
+	return 0;
+}
+
 /*
- * Walk the Python stack of the current thread into sc->s. Returns the
- * number of frames, or -1 when the thread has no Python thread state.
+ * Walk the Python stack of the current thread into the scratch record.
+ * Returns the number of frames; sets flags.
  */
 static __always_inline int walk_stack(const struct py_proc *pp, __u64 tstate,
-				      struct py_scratch *sc)
+				      __u32 *flags)
 {
-	const struct py_bpf_offsets *o = &pp->off;
-	struct py_sample_rec *s = &sc->s;
-	__u64 frame = 0;
-	__u32 n = 0, rsz = o->frame_read;
-	__u32 limit = max_frames;
+	struct fr_walk w = {};
 
-	if (limit > PY_MAX_FRAMES)
-		limit = PY_MAX_FRAMES;
-	if (rsz > PY_FRAME_BUF || rsz < 8)
-		rsz = PY_FRAME_BUF;
-	if (rd64(tstate + o->ts_frame, &frame)) {
-		s->flags |= PY_F_READERR;
+	w.o = pp->off;
+	w.limit = max_frames < PY_MAX_FRAMES ? max_frames : PY_MAX_FRAMES;
+	w.rsz = w.o.frame_read;
+	if (w.rsz > PY_FRAME_BUF - 8 || w.rsz < 8)
+		w.rsz = PY_FRAME_BUF - 8;
+	if (rd64(tstate + w.o.ts_frame, &w.frame)) {
+		*flags |= PY_F_READERR;
 		return 0;
 	}
-	if (o->cframe_current != PY_NO_OFF && frame &&
-	    rd64(frame + o->cframe_current, &frame)) {
-		s->flags |= PY_F_READERR;
+	if (w.o.cframe_current != PY_NO_OFF && w.frame &&
+	    rd64(w.frame + w.o.cframe_current, &w.frame)) {
+		*flags |= PY_F_READERR;
 		return 0;
 	}
-	/* Up to twice max_frames iterations: shim frames are skipped. */
-	for (int i = 0; i < 2 * PY_MAX_FRAMES; i++) {
-		if (!frame)
-			break;
-		if (n >= limit) {
-			s->flags |= PY_F_TRUNCATED;
-			break;
-		}
-		if (bpf_probe_read_user(sc->fbuf, rsz & (PY_FRAME_BUF * 2 - 1),
-					(const void *)frame)) {
-			s->flags |= PY_F_READERR;
-			break;
-		}
-		__u64 code = fb_u64(sc->fbuf, o->frame_code);
-		__u64 prev = fb_u64(sc->fbuf, o->frame_previous);
-		__u64 instr = o->instr_is_int ? fb_u32(sc->fbuf, o->frame_instr)
-					      : fb_u64(sc->fbuf, o->frame_instr);
-		bool skip = false;
-
-		if (o->frame_owner != PY_NO_OFF && o->owner_cstack != 0xff &&
-		    fb_u8(sc->fbuf, o->frame_owner) == o->owner_cstack)
-			skip = true;
-		if (!skip && code) {
-			__u32 k = n & (PY_MAX_FRAMES - 1);
-
-			s->frames[k].code = code;
-			s->frames[k].instr = instr;
-			n++;
-		}
-		frame = prev;
-	}
-	return n;
+	/* up to twice max_frames iterations: shim frames are skipped */
+	bpf_loop(2 * PY_MAX_FRAMES, fr_walk_cb, &w, 0);
+	*flags |= w.flags;
+	return w.n;
 }
 
 /* Walk the current thread and send a record of `kind`. */
@@ -296,15 +322,17 @@ static __always_inline int sample_current(void *ctx, const struct py_proc *pp,
 	__u64 size;
 	int n;
 
+	__u32 flags = 0;
+
 	if (!sc)
 		return 0;
-	sc->s.flags = 0;
-	n = walk_stack(pp, tstate, sc);
-	if (sc->s.flags & PY_F_READERR)
+	n = walk_stack(pp, tstate, &flags);
+	sc->s.flags = flags;
+	if (flags & PY_F_READERR)
 		stat_inc(PY_STAT_READERR);
-	if (sc->s.flags & PY_F_TRUNCATED)
+	if (flags & PY_F_TRUNCATED)
 		stat_inc(PY_STAT_TRUNC);
-	if (n <= 0 && !(sc->s.flags & PY_F_READERR))
+	if (n <= 0 && !(flags & PY_F_READERR))
 		return 0; /* a Python thread outside any Python frame */
 	nt_hdr_current(&sc->s.hdr, kind, 0);
 	sc->s.aux = aux;
@@ -351,8 +379,7 @@ int py_sample(struct bpf_perf_event_data *ctx)
 	now = bpf_ktime_get_ns();
 	pp = bpf_map_lookup_elem(&py_procs, &pid);
 	if (!pp) {
-		if (nt_filter_on)
-			notify_unknown(pid, now, PY_REC_EXEC);
+		notify_unknown(pid, now, PY_REC_UNKNOWN);
 		return 0;
 	}
 	ts = find_tstate(pp, tid, now);

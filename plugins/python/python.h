@@ -77,6 +77,7 @@ enum py_rec_kind {
 	PY_REC_EXC = 4,    /* an exception reached Python code (first frame) */
 	PY_REC_FUNC = 5,   /* call tracing: a new function key and its names */
 	PY_REC_EXEC = 6,   /* a target process exec'd: inspect it */
+	PY_REC_UNKNOWN = 7, /* a target sampled but not registered: inspect it */
 };
 
 /* Sample flags */
