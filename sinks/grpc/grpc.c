@@ -43,6 +43,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
 #include <ntcore/plugin.h>
@@ -142,8 +143,9 @@ static const struct nt_cfg_key grpc_config[] = {
 /* Self-metrics                                                        */
 /* ------------------------------------------------------------------ */
 
-static const char *const lbl_reason[] = { "reason" };
-static const char *const lbl_signal_code[] = { "signal", "code" };
+static const char *const lbl_inst[] = { "instance" };
+static const char *const lbl_reason[] = { "instance", "reason" };
+static const char *const lbl_signal_code[] = { "instance", "signal", "code" };
 static const double duration_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025,
 					   0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
 
@@ -151,34 +153,42 @@ static const struct nt_metric_desc md_sent = {
 	.name = "ntcore_grpc_events_sent_total",
 	.help = "Events the collector accepted",
 	.type = NT_METRIC_COUNTER,
+	.n_labels = 1,
+	.label_names = lbl_inst,
 };
 static const struct nt_metric_desc md_retried = {
 	.name = "ntcore_grpc_events_retried_total",
 	.help = "Events sent again after a retryable export failure (each resend counts)",
 	.type = NT_METRIC_COUNTER,
+	.n_labels = 1,
+	.label_names = lbl_inst,
 };
 static const struct nt_metric_desc md_dropped = {
 	.name = "ntcore_grpc_events_dropped_total",
 	.help = "Events the sink lost, by reason (queue_full, too_large, permanent_error, rejected, retry_exhausted, shutdown)",
 	.type = NT_METRIC_COUNTER,
-	.n_labels = 1,
+	.n_labels = 2,
 	.label_names = lbl_reason,
 };
 static const struct nt_metric_desc md_queue = {
 	.name = "ntcore_grpc_queue_events",
 	.help = "Events waiting in the sink's queue",
 	.type = NT_METRIC_GAUGE,
+	.n_labels = 1,
+	.label_names = lbl_inst,
 };
 static const struct nt_metric_desc md_queue_bytes = {
 	.name = "ntcore_grpc_queue_bytes",
 	.help = "Bytes of the sink's queue in use",
 	.type = NT_METRIC_GAUGE,
+	.n_labels = 1,
+	.label_names = lbl_inst,
 };
 static const struct nt_metric_desc md_exports = {
 	.name = "ntcore_grpc_exports_total",
 	.help = "Export calls by signal (logs, metrics) and gRPC status code",
 	.type = NT_METRIC_COUNTER,
-	.n_labels = 2,
+	.n_labels = 3,
 	.label_names = lbl_signal_code,
 	.max_series = 64,
 };
@@ -188,11 +198,15 @@ static const struct nt_metric_desc md_duration = {
 	.type = NT_METRIC_HISTOGRAM,
 	.buckets = duration_buckets,
 	.n_buckets = NT_ARRAY_LEN(duration_buckets),
+	.n_labels = 1,
+	.label_names = lbl_inst,
 };
 static const struct nt_metric_desc md_points = {
 	.name = "ntcore_grpc_metric_points_sent_total",
 	.help = "Metric data points the collector accepted",
 	.type = NT_METRIC_COUNTER,
+	.n_labels = 1,
+	.label_names = lbl_inst,
 };
 
 /* ------------------------------------------------------------------ */
@@ -212,6 +226,7 @@ struct gs {
 	bool tls;
 	char *pem_roots; /* NULL: gRPC's default roots */
 	int compression;
+	const char *iname[1]; /* label values {instance} */
 	char hostname[256];
 	char instance_id[320];
 	uint64_t start_wall_ns;
@@ -370,7 +385,7 @@ static const char *drop_stage(enum gs_drop_reason r)
 /* Any thread (metric_add and count_drop are thread-safe). */
 static void count_dropped(struct gs *s, enum gs_drop_reason r, uint64_t n)
 {
-	const char *lv[1] = { gs_drop_reason_names[r] };
+	const char *lv[2] = { s->iname[0], gs_drop_reason_names[r] };
 
 	if (!n)
 		return;
@@ -390,10 +405,10 @@ static void push_pending_drops(struct gs *s)
 static void count_export(struct gs *s, const char *signal, int code,
 			 uint64_t dur_ns)
 {
-	const char *lv[2] = { signal, gs_code_name(code) };
+	const char *lv[3] = { s->iname[0], signal, gs_code_name(code) };
 
 	s->host->metric_add(s->m_exports, lv, 1);
-	s->host->metric_observe(s->m_duration, NULL, (double)dur_ns / 1e9);
+	s->host->metric_observe(s->m_duration, s->iname, (double)dur_ns / 1e9);
 }
 
 /* ------------------------------------------------------------------ */
@@ -428,7 +443,7 @@ static void set_msg(struct rpc_result *r, grpc_slice details, const char *err)
 
 /* One unary call; `payload` stays owned by the caller. */
 static void rpc_unary(struct gs *s, const char *method, grpc_slice payload,
-		      uint64_t deadline_mono, struct rpc_result *r)
+		      uint64_t deadline_mono, bool wait_ready, struct rpc_result *r)
 {
 	grpc_metadata_array md_init, md_trail;
 	grpc_byte_buffer *send_bb, *recv_bb = NULL;
@@ -463,6 +478,8 @@ static void rpc_unary(struct gs *s, const char *method, grpc_slice payload,
 
 	memset(ops, 0, sizeof(ops));
 	ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+	if (wait_ready)
+		ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY;
 	ops[1].op = GRPC_OP_SEND_MESSAGE;
 	ops[1].data.send_message.send_message = send_bb;
 	ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
@@ -727,10 +744,15 @@ encode:
 		uint64_t t0 = mono_ns();
 
 		if (resend) {
-			s->host->metric_add(s->m_retried, NULL, n);
+			s->host->metric_add(s->m_retried, s->iname, n);
 			s->outage_resent += n;
 		}
-		rpc_unary(s, LOGS_METHOD, payload, call_deadline(s), &r);
+		/* The first try fails fast when the collector is unreachable, so
+		 * that the outage is reported at once; retries wait for the
+		 * channel to connect (until the deadline), so delivery resumes as
+		 * soon as gRPC's reconnect, paced by retry_initial_ms ..
+		 * retry_max_ms, gets through. */
+		rpc_unary(s, LOGS_METHOD, payload, call_deadline(s), resend, &r);
 		count_export(s, "logs", r.code, mono_ns() - t0);
 
 		if (r.code == GRPC_STATUS_OK) {
@@ -741,7 +763,7 @@ encode:
 				rej = 0;
 			if (rej > n)
 				rej = n;
-			s->host->metric_add(s->m_sent, NULL, (double)(n - (uint32_t)rej));
+			s->host->metric_add(s->m_sent, s->iname, (double)(n - (uint32_t)rej));
 			if (rej) {
 				count_dropped(s, GS_DROP_REJECTED, (uint64_t)rej);
 				if (!s->rejected_logged)
@@ -802,7 +824,6 @@ encode:
 			/* flush() is about to abandon what is left; stop trying */
 			break;
 		}
-		grpc_channel_reset_connect_backoff(s->ch);
 		resend = true;
 		if (r.code == GRPC_STATUS_RESOURCE_EXHAUSTED && n > 1) {
 			/* maybe too large for the collector: send halves */
@@ -834,12 +855,12 @@ static void export_metrics(struct gs *s)
 	grpc_slice payload = grpc_slice_new(buf, len, free_slice_buf);
 
 	t0 = mono_ns();
-	rpc_unary(s, METRICS_METHOD, payload, call_deadline(s), &r);
+	rpc_unary(s, METRICS_METHOD, payload, call_deadline(s), false, &r);
 	grpc_slice_unref(payload);
 	count_export(s, "metrics", r.code, mono_ns() - t0);
 	free(r.resp);
 	if (r.code == GRPC_STATUS_OK) {
-		s->host->metric_add(s->m_points, NULL, points);
+		s->host->metric_add(s->m_points, s->iname, points);
 		note_success(s);
 	} else if (gs_code_retryable(r.code)) {
 		note_failure(s, "metrics", &r); /* cumulative: the next export catches up */
@@ -871,12 +892,22 @@ static void abandon_locked(struct gs *s)
 	pthread_mutex_lock(&s->lock);
 }
 
+static void grpc_quiet_log(gpr_log_func_args *args)
+{
+	(void)args;
+}
+
 static void *sink_thread(void *arg)
 {
 	struct gs *s = arg;
 	uint64_t batch_ns = (uint64_t)s->cfg->batch_timeout_ms * 1000000ull;
 	uint64_t metrics_ns = (uint64_t)s->cfg->metrics_interval_ms * 1000000ull;
 
+	/* gRPC's own logger writes to stderr around ntcore's log; the sink
+	 * reports every failure with gRPC's status details itself. Keep it
+	 * only when the user asked gRPC for it. */
+	if (!getenv("GRPC_VERBOSITY") && !getenv("GRPC_TRACE"))
+		gpr_set_log_function(grpc_quiet_log);
 	grpc_init();
 	if (open_channel(s) < 0)
 		tlog(s, NT_LOG_ERROR, "cannot create a gRPC channel to %s; events will be dropped",
@@ -935,8 +966,8 @@ static void *sink_thread(void *arg)
 		size_t qused = s->q.used;
 
 		pthread_mutex_unlock(&s->lock);
-		s->host->metric_set(s->m_queue, NULL, qcount);
-		s->host->metric_set(s->m_queue_bytes, NULL, (double)qused);
+		s->host->metric_set(s->m_queue, s->iname, qcount);
+		s->host->metric_set(s->m_queue_bytes, s->iname, (double)qused);
 		if (n) {
 			send_batch(s, n);
 		} else if (do_metrics) {
@@ -1057,6 +1088,7 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	s->inst = inst;
 	s->host = host;
 	s->cfg = cfg;
+	s->iname[0] = host->instance_name(inst);
 	s->efd = -1;
 	s->tls = tls;
 	pthread_mutex_init(&s->lock, NULL);
@@ -1141,12 +1173,12 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	}
 	/* make the reasons visible at 0 before anything is lost */
 	for (int r = 0; r < GS_DROP__N; r++) {
-		const char *lv[1] = { gs_drop_reason_names[r] };
+		const char *lv[2] = { s->iname[0], gs_drop_reason_names[r] };
 
 		host->metric_add(s->m_dropped, lv, 0);
 	}
-	host->metric_add(s->m_sent, NULL, 0);
-	host->metric_add(s->m_retried, NULL, 0);
+	host->metric_add(s->m_sent, s->iname, 0);
+	host->metric_add(s->m_retried, s->iname, 0);
 
 	host->log(inst, NT_LOG_INFO, "exporting OTLP/gRPC to %s%s%s, batch %" PRId64
 		  ", queue %" PRId64 " events / %" PRId64 " bytes%s",
