@@ -1,0 +1,775 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * ntcore cuda probe, kernel side.
+ *
+ * - call_enter / call_return: one generic uprobe + uretprobe pair for every
+ *   CUDA call whose result matters (alloc, free, copy, set, sync, graph
+ *   launch, kernel-handle creation, device selection). The attach cookie is
+ *   the API id; the `specs` map says what to capture. Raw arguments go to
+ *   user space, which interprets them per function (cuda_decode.c).
+ *   A driver call made while a probed runtime call of the same thread is in
+ *   flight is skipped: cudaMalloc -> cuMemAlloc_v2 counts once.
+ * - launch_*: the hot path, one uprobe per launch and no return probe. Counts
+ *   go to the `launches` hash (per process, API, function); a record is
+ *   written only on the first launch of a function in a process (so user
+ *   space can name it while the process lives) or for every launch with
+ *   `launch_events`.
+ * - fn_enter / fn_return: the config's function table: counts and latency
+ *   histograms in `fnstats`, a record only for calls over the threshold.
+ * - on_openat_* / on_exec: library discovery. A target that opens a CUDA
+ *   library (or execs a binary not yet checked) is stopped with SIGSTOP
+ *   when stop_on_load is set; user space attaches and sends SIGCONT, so no
+ *   call is missed between the library's load and the probe's attach.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "common.bpf.h"
+#include "cuda_raw.h"
+
+#define SIGSTOP_NR 19
+
+/* libbpf 1.1 stops at the fifth argument register. */
+#ifndef PT_REGS_PARM6
+#if defined(__TARGET_ARCH_x86)
+#define PT_REGS_PARM6(x) ((x)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define PT_REGS_PARM6(x) (((const struct user_pt_regs *)(x))->regs[5])
+#else
+#error "PT_REGS_PARM6 is not defined for this architecture"
+#endif
+#endif
+
+const volatile bool stacks_on = false;
+const volatile bool launch_events = false;
+const volatile bool enter_events = false;
+const volatile bool stop_on_load = false;
+const volatile bool watch_so = false;
+const volatile __u32 n_lib_pfx = 0;
+const volatile char lib_pfx[NT_CUDA_LIB_PFX_MAX][NT_CUDA_LIB_PFX_LEN] = {};
+const volatile __u64 fn_threshold_ns[NT_CUDA_FN_MAX] = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NT_CUDA_SPEC_MAX);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_spec);
+} specs SEC(".maps");
+
+/* In-flight calls, key (tid << 2 | layer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct nt_cuda_raw_call);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_raw_call);
+} call_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_raw_kname);
+} kname_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_raw_launch);
+} launch_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_raw_fn);
+} fn_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct nt_cuda_launch_key);
+	__type(value, __u64);
+} launches SEC(".maps");
+
+/* Current device per thread (cudaSetDevice / cuCtxSetCurrent). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __s32);
+} cur_dev SEC(".maps");
+
+/* Device of each primary context (cuDevicePrimaryCtxRetain). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __s32);
+} ctx_dev SEC(".maps");
+
+/* Function table: entry time per (tid << 8 | fn). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} fn_inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct nt_cuda_fn_key);
+	__type(value, struct nt_cuda_fn_stats);
+} fnstats SEC(".maps");
+
+/* Executables (dev, ino) user space already checked: no stop at exec. */
+struct exe_id {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct exe_id);
+	__type(value, __u8);
+} exe_known SEC(".maps");
+
+/* openat of a matching library: path kept from enter to exit, per thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_raw_path);
+} open_pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_raw_path);
+} path_scratch SEC(".maps");
+
+static __always_inline __u64 slot_key(__u32 tid, __u32 layer)
+{
+	return ((__u64)tid << 2) | (layer & 3);
+}
+
+static __always_inline void fill_hdr(struct nt_event_hdr *h, __u32 type,
+				     __u64 id)
+{
+	h->type = type;
+	h->size = 0;
+	h->ts_ns = bpf_ktime_get_ns();
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+static __always_inline void output(void *rec, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, rec, size, 0))
+		nt_count_drop();
+}
+
+static __always_inline __s32 device_of(__u32 tid, __u32 layer)
+{
+	__s32 *d = bpf_map_lookup_elem(&cur_dev, &tid);
+
+	if (d)
+		return *d;
+	/* The runtime's device is 0 until cudaSetDevice says otherwise. */
+	return layer == NT_CUDA_LAYER_RUNTIME ? 0 : -1;
+}
+
+static __always_inline __u64 arg_n(struct nt_cuda_raw_call *rc, __u32 n)
+{
+	/* n is 1-based */
+	if (n >= 1 && n <= 6)
+		return rc->arg[(n - 1) & 7];
+	if (n >= 7 && n <= 10)
+		return rc->sarg[(n - 7) & 3];
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Generic calls                                                       */
+/* ------------------------------------------------------------------ */
+
+SEC("uprobe")
+int call_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+	struct nt_cuda_raw_call *rc, *cur;
+	struct nt_cuda_spec *sp;
+	__u64 key;
+
+	if (!nt_target_ok(tgid))
+		return 0;
+	sp = bpf_map_lookup_elem(&specs, &api);
+	if (!sp || !sp->layer)
+		return 0;
+	if (sp->layer == NT_CUDA_LAYER_DRIVER) {
+		__u64 rk = slot_key(tid, NT_CUDA_LAYER_RUNTIME);
+
+		if (bpf_map_lookup_elem(&inflight, &rk))
+			return 0; /* inside a probed runtime call */
+	}
+	key = slot_key(tid, sp->layer);
+	cur = bpf_map_lookup_elem(&inflight, &key);
+	if (cur && cur->api != api)
+		return 0; /* nested call of the same layer: the outer one counts */
+
+	rc = bpf_map_lookup_elem(&call_scratch, &zero);
+	if (!rc)
+		return 0;
+	fill_hdr(&rc->hdr, NT_CUDA_RAW_CALL, id);
+	rc->cgroup_id = 0;
+	rc->duration_ns = 0;
+	rc->api = api;
+	rc->layer = sp->layer;
+	rc->flags = 0;
+	rc->device = -1;
+	rc->ret = 0;
+	rc->arg[0] = PT_REGS_PARM1(ctx);
+	rc->arg[1] = PT_REGS_PARM2(ctx);
+	rc->arg[2] = PT_REGS_PARM3(ctx);
+	rc->arg[3] = PT_REGS_PARM4(ctx);
+	rc->arg[4] = PT_REGS_PARM5(ctx);
+	rc->arg[5] = PT_REGS_PARM6(ctx);
+	rc->sarg[0] = rc->sarg[1] = rc->sarg[2] = rc->sarg[3] = 0;
+	if (sp->nstack) {
+		__u32 n = sp->nstack;
+
+		if (n > 4)
+			n = 4;
+		bpf_probe_read_user(rc->sarg, n * 8,
+				    (void *)(PT_REGS_SP(ctx) + 8));
+	}
+	rc->out[0] = rc->out[1] = 0;
+	if ((sp->flags & NT_CUDA_SPEC_DEREF) && sp->deref_arg) {
+		__u64 p = arg_n(rc, sp->deref_arg);
+		__u32 sz = sp->deref_size;
+
+		if (sz > NT_CUDA_BLOB)
+			sz = NT_CUDA_BLOB;
+		if (p && sz)
+			bpf_probe_read_user(rc->blob, sz, (void *)p);
+	}
+	rc->nframes = 0;
+	if (stacks_on && (sp->flags & NT_CUDA_SPEC_STACK)) {
+		long n = bpf_get_stack(ctx, rc->ips, sizeof(rc->ips),
+				       BPF_F_USER_STACK);
+
+		if (n > 0)
+			rc->nframes = n / 8;
+	}
+	bpf_map_update_elem(&inflight, &key, rc, BPF_ANY);
+
+	if (enter_events && (sp->flags & NT_CUDA_SPEC_ENTER_EV)) {
+		rc->hdr.type = NT_CUDA_RAW_ENTER;
+		rc->hdr.size = NT_CUDA_RAW_CALL_FIXED;
+		rc->cgroup_id = bpf_get_current_cgroup_id();
+		rc->device = device_of(tid, sp->layer);
+		output(rc, NT_CUDA_RAW_CALL_FIXED);
+	}
+	return 0;
+}
+
+static __always_inline void emit_kname(struct nt_cuda_raw_call *rc, __u64 id)
+{
+	struct nt_cuda_raw_kname *k;
+	__u32 zero = 0;
+	long n = 0;
+
+	k = bpf_map_lookup_elem(&kname_scratch, &zero);
+	if (!k)
+		return;
+	fill_hdr(&k->hdr, NT_CUDA_RAW_KNAME, id);
+	k->api = rc->api;
+	k->ret = (__s32)rc->ret;
+	k->handle = rc->out[0];
+	k->parent = rc->arg[1];
+	k->name_len = 0;
+	if (rc->api != NT_CUDA_API_cuKernelGetFunction && rc->arg[2]) {
+		n = bpf_probe_read_user_str(k->name, sizeof(k->name),
+					    (void *)rc->arg[2]);
+		if (n > 0)
+			k->name_len = n - 1;
+	}
+	n = k->name_len;
+	if (n > NT_CUDA_KNAME_MAX)
+		n = NT_CUDA_KNAME_MAX;
+	k->hdr.size = NT_CUDA_RAW_KNAME_FIXED + n;
+	output(k, (NT_CUDA_RAW_KNAME_FIXED + n) & 0xfff);
+}
+
+SEC("uretprobe")
+int call_return(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	__u32 api = (__u32)bpf_get_attach_cookie(ctx);
+	struct nt_cuda_raw_call *rc;
+	struct nt_cuda_spec *sp;
+	__u64 key, size;
+	__u32 fam;
+
+	if (!nt_target_ok(tgid))
+		return 0;
+	sp = bpf_map_lookup_elem(&specs, &api);
+	if (!sp || !sp->layer)
+		return 0;
+	key = slot_key(tid, sp->layer);
+	rc = bpf_map_lookup_elem(&inflight, &key);
+	if (!rc || rc->api != api)
+		return 0;
+	rc->duration_ns = bpf_ktime_get_ns() - rc->hdr.ts_ns;
+	rc->ret = PT_REGS_RC(ctx);
+	rc->flags |= NT_CUDA_F_RET;
+	rc->cgroup_id = bpf_get_current_cgroup_id();
+	if (sp->out_arg) {
+		__u64 p = arg_n(rc, sp->out_arg);
+
+		if (p)
+			bpf_probe_read_user(&rc->out[0], 8, (void *)p);
+	}
+	if (sp->out2_arg) {
+		__u64 p = arg_n(rc, sp->out2_arg);
+
+		if (p)
+			bpf_probe_read_user(&rc->out[1], 8, (void *)p);
+	}
+	fam = sp->family;
+	if (fam == NT_CUDA_FAM_DEVICE && (__u32)rc->ret == 0) {
+		if (api == NT_CUDA_API_cudaSetDevice) {
+			__s32 d = (__s32)rc->arg[0];
+
+			bpf_map_update_elem(&cur_dev, &tid, &d, BPF_ANY);
+		} else if (api == NT_CUDA_API_cuDevicePrimaryCtxRetain) {
+			__u64 c = rc->out[0];
+			__s32 d = (__s32)rc->arg[1];
+
+			bpf_map_update_elem(&ctx_dev, &c, &d, BPF_ANY);
+		} else if (api == NT_CUDA_API_cuCtxSetCurrent) {
+			__u64 c = rc->arg[0];
+			__s32 *d = bpf_map_lookup_elem(&ctx_dev, &c);
+
+			if (d) {
+				__s32 dv = *d;
+
+				bpf_map_update_elem(&cur_dev, &tid, &dv,
+						    BPF_ANY);
+			}
+		}
+		bpf_map_delete_elem(&inflight, &key);
+		return 0;
+	}
+	rc->device = device_of(tid, sp->layer);
+	if (fam == NT_CUDA_FAM_KNAME) {
+		emit_kname(rc, id);
+		if ((__u32)rc->ret == 0) {
+			bpf_map_delete_elem(&inflight, &key);
+			return 0;
+		}
+	}
+	rc->hdr.type = NT_CUDA_RAW_CALL;
+	size = NT_CUDA_RAW_CALL_FIXED + (__u64)(rc->nframes & 63) * 8;
+	if (size > sizeof(*rc))
+		size = sizeof(*rc);
+	rc->hdr.size = size;
+	output(rc, size);
+	bpf_map_delete_elem(&inflight, &key);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Launches: one uprobe hit, no return probe                           */
+/* ------------------------------------------------------------------ */
+
+enum { L_RT = 0, L_RT_EX = 1, L_DRV = 2, L_DRV_EX = 3 };
+
+static __always_inline int do_launch(struct pt_regs *ctx, int kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, zero = 0;
+	struct nt_cuda_launch_key k = {};
+	struct nt_cuda_raw_launch *rl;
+	__u64 *cnt, one = 1, func, cfg = 0;
+	__u8 first = 0;
+
+	if (!nt_target_ok(tgid))
+		return 0;
+	if (kind == L_RT_EX || kind == L_DRV_EX) {
+		cfg = PT_REGS_PARM1(ctx);
+		func = PT_REGS_PARM2(ctx);
+	} else {
+		func = PT_REGS_PARM1(ctx);
+	}
+	k.tgid = tgid;
+	k.api = (__u16)bpf_get_attach_cookie(ctx);
+	k.func = func;
+	cnt = bpf_map_lookup_elem(&launches, &k);
+	if (cnt) {
+		__sync_fetch_and_add(cnt, 1);
+	} else if (bpf_map_update_elem(&launches, &k, &one, BPF_NOEXIST) == 0) {
+		first = 1;
+	} else {
+		cnt = bpf_map_lookup_elem(&launches, &k);
+		if (cnt)
+			__sync_fetch_and_add(cnt, 1);
+	}
+	if (!first && !launch_events)
+		return 0;
+
+	rl = bpf_map_lookup_elem(&launch_scratch, &zero);
+	if (!rl)
+		return 0;
+	fill_hdr(&rl->hdr, NT_CUDA_RAW_LAUNCH, id);
+	rl->cgroup_id = bpf_get_current_cgroup_id();
+	rl->func = func;
+	rl->api = k.api;
+	rl->layer = (kind == L_RT || kind == L_RT_EX) ? NT_CUDA_LAYER_RUNTIME
+						       : NT_CUDA_LAYER_DRIVER;
+	rl->first = first;
+	rl->device = device_of((__u32)id, rl->layer);
+	rl->stream = 0;
+	rl->shared_mem = 0;
+	if (kind == L_RT) {
+		/* cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem,
+		 * stream): each dim3 travels in two registers. */
+		__u64 g01 = PT_REGS_PARM2(ctx), g2 = PT_REGS_PARM3(ctx);
+		__u64 b01 = PT_REGS_PARM4(ctx), b2 = PT_REGS_PARM5(ctx);
+		__u64 st[2] = {};
+
+		rl->grid[0] = (__u32)g01;
+		rl->grid[1] = g01 >> 32;
+		rl->grid[2] = (__u32)g2;
+		rl->block[0] = (__u32)b01;
+		rl->block[1] = b01 >> 32;
+		rl->block[2] = (__u32)b2;
+		bpf_probe_read_user(st, sizeof(st),
+				    (void *)(PT_REGS_SP(ctx) + 8));
+		rl->shared_mem = (__u32)st[0];
+		rl->stream = st[1];
+	} else if (kind == L_DRV) {
+		/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, ...) */
+		__u64 st[3] = {};
+
+		rl->grid[0] = (__u32)PT_REGS_PARM2(ctx);
+		rl->grid[1] = (__u32)PT_REGS_PARM3(ctx);
+		rl->grid[2] = (__u32)PT_REGS_PARM4(ctx);
+		rl->block[0] = (__u32)PT_REGS_PARM5(ctx);
+		rl->block[1] = (__u32)PT_REGS_PARM6(ctx);
+		bpf_probe_read_user(st, sizeof(st),
+				    (void *)(PT_REGS_SP(ctx) + 8));
+		rl->block[2] = (__u32)st[0];
+		rl->shared_mem = (__u32)st[1];
+		rl->stream = st[2];
+	} else {
+		/* cudaLaunchConfig_t and CUlaunchConfig share this layout:
+		 * grid[3] @0, block[3] @12, shmem @24, stream @32. */
+		__u32 dims[7] = {};
+
+		bpf_probe_read_user(dims, sizeof(dims), (void *)cfg);
+		bpf_probe_read_user(&rl->stream, 8, (void *)(cfg + 32));
+		rl->grid[0] = dims[0];
+		rl->grid[1] = dims[1];
+		rl->grid[2] = dims[2];
+		rl->block[0] = dims[3];
+		rl->block[1] = dims[4];
+		rl->block[2] = dims[5];
+		rl->shared_mem = dims[6];
+	}
+	rl->nframes = 0;
+	if (stacks_on || first) {
+		long n = bpf_get_stack(ctx, rl->ips, sizeof(rl->ips),
+				       BPF_F_USER_STACK);
+
+		if (n > 0)
+			rl->nframes = n / 8;
+	}
+	{
+		__u64 size = NT_CUDA_RAW_LAUNCH_FIXED +
+			     (__u64)(rl->nframes & 63) * 8;
+
+		if (size > sizeof(*rl))
+			size = sizeof(*rl);
+		rl->hdr.size = size;
+		output(rl, size);
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int launch_rt(struct pt_regs *ctx)
+{
+	return do_launch(ctx, L_RT);
+}
+
+SEC("uprobe")
+int launch_rt_ex(struct pt_regs *ctx)
+{
+	return do_launch(ctx, L_RT_EX);
+}
+
+SEC("uprobe")
+int launch_drv(struct pt_regs *ctx)
+{
+	return do_launch(ctx, L_DRV);
+}
+
+SEC("uprobe")
+int launch_drv_ex(struct pt_regs *ctx)
+{
+	return do_launch(ctx, L_DRV_EX);
+}
+
+/* ------------------------------------------------------------------ */
+/* Function table                                                      */
+/* ------------------------------------------------------------------ */
+
+SEC("uprobe")
+int fn_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx) - NT_CUDA_FN_BASE;
+	__u64 key, now;
+
+	if (!nt_target_ok(id >> 32) || fn >= NT_CUDA_FN_MAX)
+		return 0;
+	key = ((__u64)(__u32)id << 8) | fn;
+	now = bpf_ktime_get_ns();
+	bpf_map_update_elem(&fn_inflight, &key, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("uretprobe")
+int fn_return(struct pt_regs *ctx)
+{
+	static const __u64 bounds[NT_CUDA_FN_BUCKETS] = NT_CUDA_FN_BOUNDS_NS;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 fn = (__u32)bpf_get_attach_cookie(ctx) - NT_CUDA_FN_BASE;
+	struct nt_cuda_fn_key sk = {};
+	struct nt_cuda_fn_stats *st, zst = {};
+	__u64 key, *t0, d, thr;
+	__u32 b = NT_CUDA_FN_BUCKETS, zero = 0;
+
+	if (!nt_target_ok(id >> 32) || fn >= NT_CUDA_FN_MAX)
+		return 0;
+	key = ((__u64)(__u32)id << 8) | fn;
+	t0 = bpf_map_lookup_elem(&fn_inflight, &key);
+	if (!t0)
+		return 0;
+	d = bpf_ktime_get_ns() - *t0;
+	bpf_map_delete_elem(&fn_inflight, &key);
+
+	sk.tgid = id >> 32;
+	sk.fn = fn;
+	st = bpf_map_lookup_elem(&fnstats, &sk);
+	if (!st) {
+		bpf_map_update_elem(&fnstats, &sk, &zst, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&fnstats, &sk);
+		if (!st)
+			return 0;
+	}
+	for (__u32 i = 0; i < NT_CUDA_FN_BUCKETS; i++) {
+		if (d <= bounds[i]) {
+			b = i;
+			break;
+		}
+	}
+	__sync_fetch_and_add(&st->count, 1);
+	__sync_fetch_and_add(&st->sum_ns, d);
+	if (b <= NT_CUDA_FN_BUCKETS)
+		__sync_fetch_and_add(&st->buckets[b], 1);
+
+	thr = fn_threshold_ns[fn & (NT_CUDA_FN_MAX - 1)];
+	if (thr && d >= thr) {
+		struct nt_cuda_raw_fn *r;
+		__u64 size;
+
+		__sync_fetch_and_add(&st->slow, 1);
+		r = bpf_map_lookup_elem(&fn_scratch, &zero);
+		if (!r)
+			return 0;
+		fill_hdr(&r->hdr, NT_CUDA_RAW_FN, id);
+		r->hdr.ts_ns -= d;
+		r->cgroup_id = bpf_get_current_cgroup_id();
+		r->duration_ns = d;
+		r->ret = PT_REGS_RC(ctx);
+		r->fn = fn;
+		r->nframes = 0;
+		if (stacks_on) {
+			long n = bpf_get_stack(ctx, r->ips, sizeof(r->ips),
+					       BPF_F_USER_STACK);
+
+			if (n > 0)
+				r->nframes = n / 8;
+		}
+		size = NT_CUDA_RAW_FN_FIXED + (__u64)(r->nframes & 63) * 8;
+		if (size > sizeof(*r))
+			size = sizeof(*r);
+		r->hdr.size = size;
+		output(r, size);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Library discovery                                                   */
+/* ------------------------------------------------------------------ */
+
+static __always_inline bool path_matches(struct nt_cuda_raw_path *p,
+					 bool *is_so)
+{
+	__u32 base = 0, end = 0;
+
+	for (__u32 i = 0; i < NT_CUDA_PATH_MAX; i++) {
+		char c = p->path[i];
+
+		if (!c) {
+			end = i;
+			break;
+		}
+		if (c == '/')
+			base = i + 1;
+	}
+	*is_so = false;
+	for (__u32 i = 0; i + 2 < NT_CUDA_PATH_MAX; i++) {
+		__u32 j = (base + i) & (NT_CUDA_PATH_MAX - 1);
+
+		if (base + i + 2 >= end)
+			break;
+		if (p->path[j] == '.' &&
+		    p->path[(j + 1) & (NT_CUDA_PATH_MAX - 1)] == 's' &&
+		    p->path[(j + 2) & (NT_CUDA_PATH_MAX - 1)] == 'o') {
+			*is_so = true;
+			break;
+		}
+	}
+	for (__u32 n = 0; n < NT_CUDA_LIB_PFX_MAX; n++) {
+		bool ok = true;
+
+		if (n >= n_lib_pfx)
+			break;
+		for (__u32 i = 0; i < NT_CUDA_LIB_PFX_LEN; i++) {
+			char want = lib_pfx[n][i];
+
+			if (!want)
+				break;
+			if (p->path[(base + i) & (NT_CUDA_PATH_MAX - 1)] != want) {
+				ok = false;
+				break;
+			}
+		}
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+SEC("tracepoint/syscalls/sys_enter_openat")
+int on_openat_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, zero = 0;
+	struct nt_cuda_raw_path *p;
+	bool is_so, match;
+
+	if (!n_lib_pfx || !nt_target_ok(id >> 32))
+		return 0;
+	p = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!p)
+		return 0;
+	if (bpf_probe_read_user_str(p->path, sizeof(p->path),
+				    (void *)ctx->args[1]) <= 0)
+		return 0;
+	match = path_matches(p, &is_so);
+	if (!match && !(watch_so && is_so))
+		return 0;
+	fill_hdr(&p->hdr, NT_CUDA_RAW_OPEN, id);
+	p->hdr.size = sizeof(*p);
+	p->ino = 0;
+	p->dev = 0;
+	/* stopped doubles as "matched a CUDA library name" until exit */
+	p->stopped = match;
+	bpf_map_update_elem(&open_pending, &tid, p, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int on_openat_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct nt_cuda_raw_path *p;
+
+	if (!n_lib_pfx)
+		return 0;
+	p = bpf_map_lookup_elem(&open_pending, &tid);
+	if (!p)
+		return 0;
+	if (ctx->ret >= 0) {
+		bool stop = p->stopped && stop_on_load && nt_filter_on;
+
+		p->stopped = stop;
+		if (stop)
+			bpf_send_signal(SIGSTOP_NR);
+		output(p, sizeof(*p));
+	}
+	bpf_map_delete_elem(&open_pending, &tid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct nt_cuda_raw_path *p;
+	struct exe_id eid = {};
+	__u32 zero = 0;
+
+	if (!nt_target_ok(id >> 32))
+		return 0;
+	eid.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
+	eid.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
+	if (bpf_map_lookup_elem(&exe_known, &eid))
+		return 0;
+	p = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!p)
+		return 0;
+	fill_hdr(&p->hdr, NT_CUDA_RAW_EXEC, id);
+	p->hdr.size = sizeof(*p);
+	p->ino = eid.ino;
+	p->dev = eid.dev;
+	p->path[0] = 0;
+	bpf_probe_read_kernel_str(p->path, sizeof(p->path),
+				  BPF_CORE_READ(bprm, filename));
+	p->stopped = stop_on_load && nt_filter_on;
+	if (p->stopped)
+		bpf_send_signal(SIGSTOP_NR);
+	output(p, sizeof(*p));
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

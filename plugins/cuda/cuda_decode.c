@@ -1,0 +1,1243 @@
+/* SPDX-License-Identifier: MIT */
+#include "cuda_decode.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From the C++ runtime (libstdc++), callable from C. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
+			    int *status);
+
+/* ------------------------------------------------------------------ */
+/* Small containers                                                    */
+/* ------------------------------------------------------------------ */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static void smap_free(struct nt_cuda_smap *m)
+{
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->vals[i]);
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+static const char *smap_get(const struct nt_cuda_smap *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		if (!m->vals[i])
+			return NULL;
+		if (m->keys[i] == key)
+			return m->vals[i];
+	}
+}
+
+static int smap_grow(struct nt_cuda_smap *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 64;
+	uint64_t *nk = calloc(ncap, sizeof(*nk));
+	char **nv = calloc(ncap, sizeof(*nv));
+
+	if (!nk || !nv) {
+		free(nk);
+		free(nv);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+
+		if (!m->vals[i])
+			continue;
+		for (j = mix64(m->keys[i]) & (ncap - 1); nv[j];
+		     j = (j + 1) & (ncap - 1))
+			;
+		nk[j] = m->keys[i];
+		nv[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = nk;
+	m->vals = nv;
+	m->cap = ncap;
+	return 0;
+}
+
+/* Takes ownership of val (freed on failure). */
+static int smap_put(struct nt_cuda_smap *m, uint64_t key, char *val)
+{
+	size_t i;
+
+	if (!val)
+		return -ENOMEM;
+	if ((m->n + 1) * 4 > m->cap * 3 && smap_grow(m) < 0) {
+		free(val);
+		return -ENOMEM;
+	}
+	for (i = mix64(key) & (m->cap - 1); m->vals[i];
+	     i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == key) {
+			free(m->vals[i]);
+			m->vals[i] = val;
+			return 0;
+		}
+	}
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->n++;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Processes                                                           */
+/* ------------------------------------------------------------------ */
+
+void nt_cuda_state_init(struct nt_cuda_state *st, nt_cuda_sym_fn sym,
+			void *sym_arg)
+{
+	memset(st, 0, sizeof(*st));
+	st->sym = sym;
+	st->sym_arg = sym_arg;
+	st->stack_depth = NT_CUDA_STACK_MAX;
+}
+
+static void proc_free(struct nt_cuda_proc *p)
+{
+	if (!p)
+		return;
+	free(p->blocks);
+	free(p->outst);
+	smap_free(&p->knames);
+	smap_free(&p->kparent);
+	free(p);
+}
+
+void nt_cuda_state_fini(struct nt_cuda_state *st)
+{
+	for (size_t i = 0; i < st->capprocs; i++)
+		proc_free(st->procs[i]);
+	free(st->procs);
+	st->procs = NULL;
+	st->nprocs = st->capprocs = 0;
+}
+
+struct nt_cuda_proc *nt_cuda_proc_find(struct nt_cuda_state *st, uint32_t pid)
+{
+	if (!st->capprocs)
+		return NULL;
+	for (size_t i = mix64(pid) & (st->capprocs - 1);;
+	     i = (i + 1) & (st->capprocs - 1)) {
+		if (!st->procs[i])
+			return NULL;
+		if (st->procs[i]->pid == pid)
+			return st->procs[i];
+	}
+}
+
+static int procs_insert(struct nt_cuda_proc **tab, size_t cap,
+			struct nt_cuda_proc *p)
+{
+	size_t i;
+
+	for (i = mix64(p->pid) & (cap - 1); tab[i]; i = (i + 1) & (cap - 1))
+		;
+	tab[i] = p;
+	return 0;
+}
+
+struct nt_cuda_proc *nt_cuda_proc_get(struct nt_cuda_state *st, uint32_t pid)
+{
+	struct nt_cuda_proc *p = nt_cuda_proc_find(st, pid);
+
+	if (p)
+		return p;
+	if ((st->nprocs + 1) * 2 > st->capprocs) {
+		size_t ncap = st->capprocs ? st->capprocs * 2 : 16;
+		struct nt_cuda_proc **nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < st->capprocs; i++)
+			if (st->procs[i])
+				procs_insert(nt, ncap, st->procs[i]);
+		free(st->procs);
+		st->procs = nt;
+		st->capprocs = ncap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	procs_insert(st->procs, st->capprocs, p);
+	st->nprocs++;
+	return p;
+}
+
+void nt_cuda_proc_drop(struct nt_cuda_state *st, uint32_t pid)
+{
+	size_t i, j;
+
+	if (!st->capprocs)
+		return;
+	for (i = mix64(pid) & (st->capprocs - 1);; i = (i + 1) & (st->capprocs - 1)) {
+		if (!st->procs[i])
+			return;
+		if (st->procs[i]->pid == pid)
+			break;
+	}
+	proc_free(st->procs[i]);
+	st->procs[i] = NULL;
+	st->nprocs--;
+	/* re-insert the rest of the cluster (linear probing deletion) */
+	for (j = (i + 1) & (st->capprocs - 1); st->procs[j];
+	     j = (j + 1) & (st->capprocs - 1)) {
+		struct nt_cuda_proc *q = st->procs[j];
+
+		st->procs[j] = NULL;
+		procs_insert(st->procs, st->capprocs, q);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Allocation map                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Index of the first block with ptr >= addr. */
+static size_t block_lower(const struct nt_cuda_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nblocks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->blocks[mid].ptr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct nt_cuda_block *nt_cuda_block_at(const struct nt_cuda_proc *p,
+					     uint64_t addr)
+{
+	size_t i = block_lower(p, addr);
+
+	if (i < p->nblocks && p->blocks[i].ptr == addr)
+		return &p->blocks[i];
+	if (i == 0)
+		return NULL;
+	i--;
+	if (addr - p->blocks[i].ptr < (p->blocks[i].size ? p->blocks[i].size : 1))
+		return &p->blocks[i];
+	return NULL;
+}
+
+static struct nt_cuda_outst *outst_slot(struct nt_cuda_proc *p, int32_t dev,
+					uint32_t kind)
+{
+	struct nt_cuda_outst *n;
+
+	for (size_t i = 0; i < p->noutst; i++)
+		if (p->outst[i].device == dev && p->outst[i].kind == kind)
+			return &p->outst[i];
+	n = realloc(p->outst, (p->noutst + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	p->outst = n;
+	n = &p->outst[p->noutst++];
+	n->device = dev;
+	n->kind = kind;
+	n->bytes = 0;
+	return n;
+}
+
+uint64_t nt_cuda_outstanding(const struct nt_cuda_proc *p, int32_t device,
+			     uint32_t kind)
+{
+	for (size_t i = 0; i < p->noutst; i++)
+		if (p->outst[i].device == device && p->outst[i].kind == kind)
+			return p->outst[i].bytes;
+	return 0;
+}
+
+/* Record a new block; a block at the same address (a free we missed) is
+ * replaced. Returns the outstanding bytes of its (device, kind) after. */
+static uint64_t block_add(struct nt_cuda_proc *p, const struct nt_cuda_block *b)
+{
+	size_t i = block_lower(p, b->ptr);
+	struct nt_cuda_outst *o;
+
+	if (i < p->nblocks && p->blocks[i].ptr == b->ptr) {
+		struct nt_cuda_outst *old =
+			outst_slot(p, p->blocks[i].device, p->blocks[i].kind);
+
+		if (old)
+			old->bytes -= old->bytes < p->blocks[i].size
+					      ? old->bytes
+					      : p->blocks[i].size;
+		if (nt_cuda_mem_on_device(p->blocks[i].kind))
+			p->device_bytes_now -= p->blocks[i].size;
+		p->blocks[i] = *b;
+	} else {
+		if (p->nblocks == p->capblocks) {
+			size_t ncap = p->capblocks ? p->capblocks * 2 : 64;
+			struct nt_cuda_block *nb =
+				realloc(p->blocks, ncap * sizeof(*nb));
+
+			if (!nb)
+				return 0;
+			p->blocks = nb;
+			p->capblocks = ncap;
+		}
+		memmove(&p->blocks[i + 1], &p->blocks[i],
+			(p->nblocks - i) * sizeof(*b));
+		p->blocks[i] = *b;
+		p->nblocks++;
+	}
+	if (nt_cuda_mem_on_device(b->kind)) {
+		p->device_bytes_now += b->size;
+		if (p->device_bytes_now > p->tot.peak_device_bytes)
+			p->tot.peak_device_bytes = p->device_bytes_now;
+	}
+	o = outst_slot(p, b->device, b->kind);
+	if (!o)
+		return 0;
+	o->bytes += b->size;
+	return o->bytes;
+}
+
+/* Remove the block at exactly ptr; false if unknown. */
+static bool block_remove(struct nt_cuda_proc *p, uint64_t ptr,
+			 struct nt_cuda_block *out)
+{
+	size_t i = block_lower(p, ptr);
+	struct nt_cuda_outst *o;
+
+	if (i >= p->nblocks || p->blocks[i].ptr != ptr)
+		return false;
+	*out = p->blocks[i];
+	memmove(&p->blocks[i], &p->blocks[i + 1],
+		(p->nblocks - i - 1) * sizeof(*out));
+	p->nblocks--;
+	o = outst_slot(p, out->device, out->kind);
+	if (o)
+		o->bytes -= o->bytes < out->size ? o->bytes : out->size;
+	if (nt_cuda_mem_on_device(out->kind))
+		p->device_bytes_now -= p->device_bytes_now < out->size
+					       ? p->device_bytes_now
+					       : out->size;
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Specs: what the BPF side captures per API                           */
+/* ------------------------------------------------------------------ */
+
+bool nt_cuda_spec_for(unsigned api, struct nt_cuda_spec *s)
+{
+	int fam = nt_cuda_api_family(api);
+
+	memset(s, 0, sizeof(*s));
+	if (api == NT_CUDA_API_NONE || api >= NT_CUDA_API_COUNT)
+		return false;
+	s->family = (uint8_t)fam;
+	s->layer = (uint8_t)nt_cuda_api_layer(api);
+	switch (fam) {
+	case NT_CUDA_FAM_ALLOC:
+		s->out_arg = 1;
+		s->flags = NT_CUDA_SPEC_STACK;
+		if (api == NT_CUDA_API_cudaMallocPitch ||
+		    api == NT_CUDA_API_cuMemAllocPitch_v2)
+			s->out2_arg = 2;
+		break;
+	case NT_CUDA_FAM_FREE:
+		s->flags = NT_CUDA_SPEC_STACK;
+		break;
+	case NT_CUDA_FAM_MEMCPY:
+	case NT_CUDA_FAM_MEMSET:
+		s->flags = NT_CUDA_SPEC_ENTER_EV;
+		if (api == NT_CUDA_API_cudaMemcpy2D ||
+		    api == NT_CUDA_API_cudaMemcpy2DAsync)
+			s->nstack = 2; /* kind, stream */
+		break;
+	case NT_CUDA_FAM_SYNC:
+		s->flags = NT_CUDA_SPEC_ENTER_EV;
+		break;
+	case NT_CUDA_FAM_GRAPH:
+		s->flags = NT_CUDA_SPEC_STACK;
+		break;
+	case NT_CUDA_FAM_KNAME:
+		s->out_arg = 1;
+		break;
+	case NT_CUDA_FAM_DEVICE:
+		if (api == NT_CUDA_API_cuDevicePrimaryCtxRetain)
+			s->out_arg = 1;
+		break;
+	case NT_CUDA_FAM_LAUNCH:
+		/* launches have their own programs (no return probe) */
+		s->flags = NT_CUDA_SPEC_STACK;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Records                                                             */
+/* ------------------------------------------------------------------ */
+
+void nt_cuda_rec_str(struct nt_cuda_rec *rec, struct nt_vstr *field,
+		     const char *s, size_t n)
+{
+	uint32_t off = rec->u.hdr.size;
+
+	if (!s)
+		n = 0;
+	if (off + n > NT_CUDA_REC_MAX)
+		n = off < NT_CUDA_REC_MAX ? NT_CUDA_REC_MAX - off : 0;
+	if (n)
+		memcpy(rec->u.bytes + off, s, n);
+	field->off = off;
+	field->len = (uint32_t)n;
+	rec->u.hdr.size = off + (uint32_t)n;
+}
+
+static void rec_cstr(struct nt_cuda_rec *rec, struct nt_vstr *field,
+		     const char *s)
+{
+	nt_cuda_rec_str(rec, field, s, s ? strlen(s) : 0);
+}
+
+/* Start a record: header copied from the raw one, fixed part zeroed. */
+static void *rec_start(struct nt_cuda_state *st, struct nt_cuda_rec *rec,
+		       enum nt_cuda_evt evt, const struct nt_event_hdr *from,
+		       size_t fixed)
+{
+	memset(rec->u.bytes, 0, fixed);
+	rec->u.hdr = *from;
+	rec->u.hdr.type = st->type_ids[evt];
+	rec->u.hdr.size = (uint32_t)fixed;
+	return rec->u.bytes;
+}
+
+#define COMMON_FROM_RAW(ev, rc)                                                \
+	do {                                                                   \
+		(ev)->cgroup_id = (rc)->cgroup_id;                             \
+		(ev)->duration_ns = (rc)->duration_ns;                         \
+		(ev)->api = (rc)->api;                                         \
+		(ev)->layer = (rc)->layer;                                     \
+		(ev)->flags = (rc)->flags;                                     \
+		(ev)->ret = (int32_t)(rc)->ret;                                \
+		(ev)->device = (rc)->device;                                   \
+	} while (0)
+
+uint64_t nt_cuda_stack_id(const uint64_t *ips, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= ips[i];
+		h *= 0x100000001b3ull;
+		h = mix64(h);
+	}
+	return h ? h : 1;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
+			    const uint64_t *ips, uint32_t n, char *buf,
+			    size_t cap)
+{
+	size_t len = 0;
+
+	if (!cap)
+		return 0;
+	buf[0] = '\0';
+	if (n > st->stack_depth)
+		n = st->stack_depth;
+	for (uint32_t i = 0; i < n; i++) {
+		struct nt_symbol sym = {0};
+		char frame[512];
+		int w;
+
+		if (!ips[i])
+			break;
+		if (st->sym && st->sym(st->sym_arg, pid, ips[i], &sym) >= 0 &&
+		    sym.name && sym.name[0])
+			w = snprintf(frame, sizeof(frame), "%s", sym.name);
+		else if (sym.module && sym.module[0])
+			w = snprintf(frame, sizeof(frame), "%s+0x%llx",
+				     base_name(sym.module),
+				     (unsigned long long)sym.offset);
+		else
+			w = snprintf(frame, sizeof(frame), "0x%llx",
+				     (unsigned long long)ips[i]);
+		if (w < 0)
+			continue;
+		if ((size_t)w >= sizeof(frame))
+			w = sizeof(frame) - 1;
+		/* ';' separates frames: keep it out of names */
+		for (int k = 0; k < w; k++)
+			if (frame[k] == ';')
+				frame[k] = ',';
+		if (len + (i ? 1 : 0) + (size_t)w + 1 > cap)
+			break;
+		if (i)
+			buf[len++] = ';';
+		memcpy(buf + len, frame, (size_t)w);
+		len += (size_t)w;
+		buf[len] = '\0';
+	}
+	return len;
+}
+
+static void rec_stack(struct nt_cuda_state *st, struct nt_cuda_rec *rec,
+		      struct nt_vstr *field, uint32_t pid, const uint64_t *ips,
+		      uint32_t n)
+{
+	uint32_t off = rec->u.hdr.size;
+	size_t room = off < NT_CUDA_REC_MAX ? NT_CUDA_REC_MAX - off : 0;
+	size_t len = 0;
+
+	if (n && room > 1)
+		len = nt_cuda_format_stack(st, pid, ips, n,
+					   (char *)rec->u.bytes + off, room);
+	field->off = off;
+	field->len = (uint32_t)len;
+	rec->u.hdr.size = off + (uint32_t)len;
+}
+
+int nt_cuda_dir_from_kind(uint64_t kind)
+{
+	switch (kind) {
+	case 0: return NT_CUDA_DIR_H2H;
+	case 1: return NT_CUDA_DIR_H2D;
+	case 2: return NT_CUDA_DIR_D2H;
+	case 3: return NT_CUDA_DIR_D2D;
+	default: return NT_CUDA_DIR_UNKNOWN;
+	}
+}
+
+static bool addr_on_device(const struct nt_cuda_proc *p, uint64_t addr)
+{
+	const struct nt_cuda_block *b = p ? nt_cuda_block_at(p, addr) : NULL;
+
+	return b && nt_cuda_mem_on_device(b->kind);
+}
+
+int nt_cuda_classify_copy(const struct nt_cuda_proc *p, uint64_t dst,
+			  uint64_t src)
+{
+	bool d = addr_on_device(p, dst), s = addr_on_device(p, src);
+
+	if (d && s)
+		return NT_CUDA_DIR_D2D;
+	if (d)
+		return NT_CUDA_DIR_H2D;
+	if (s)
+		return NT_CUDA_DIR_D2H;
+	return NT_CUDA_DIR_H2H;
+}
+
+/* Error record for a failed call. */
+static void build_error(struct nt_cuda_state *st, const struct nt_cuda_raw_call *rc,
+			uint64_t size, uint64_t handle, struct nt_cuda_rec *rec)
+{
+	struct nt_cuda_error *e =
+		rec_start(st, rec, NT_CUDA_EVT_ERROR, &rc->hdr, sizeof(*e));
+	char buf[48];
+
+	COMMON_FROM_RAW(e, rc);
+	e->size = size;
+	e->handle = handle;
+	e->stack_id = nt_cuda_stack_id(rc->ips, rc->nframes);
+	rec_cstr(rec, &e->api_name, nt_cuda_api_name(rc->api));
+	rec_cstr(rec, &e->error_name,
+		 nt_cuda_error_format(rc->layer, (int32_t)rc->ret, buf, sizeof(buf)));
+	rec_stack(st, rec, &e->stack, rc->hdr.pid, rc->ips, rc->nframes);
+}
+
+static int decode_alloc(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+			const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+			uint64_t *err_size)
+{
+	struct nt_cuda_alloc *a =
+		rec_start(st, rec, NT_CUDA_EVT_ALLOC, &rc->hdr, sizeof(*a));
+	bool ok = (int32_t)rc->ret == 0;
+	unsigned api = rc->api;
+
+	COMMON_FROM_RAW(a, rc);
+	a->ptr = ok ? rc->out[0] : 0;
+	a->size = rc->arg[1];
+	switch (api) {
+	case NT_CUDA_API_cudaMallocAsync:
+	case NT_CUDA_API_cudaMallocAsync_ptsz:
+	case NT_CUDA_API_cuMemAllocAsync:
+	case NT_CUDA_API_cuMemAllocAsync_ptsz:
+		a->kind = NT_CUDA_MEM_ASYNC;
+		a->stream = rc->arg[2];
+		a->flags |= NT_CUDA_F_ASYNC;
+		break;
+	case NT_CUDA_API_cudaMallocFromPoolAsync:
+	case NT_CUDA_API_cudaMallocFromPoolAsync_ptsz:
+	case NT_CUDA_API_cuMemAllocFromPoolAsync:
+	case NT_CUDA_API_cuMemAllocFromPoolAsync_ptsz:
+		a->kind = NT_CUDA_MEM_ASYNC;
+		a->stream = rc->arg[3];
+		a->flags |= NT_CUDA_F_ASYNC;
+		break;
+	case NT_CUDA_API_cudaMallocManaged:
+	case NT_CUDA_API_cuMemAllocManaged:
+		a->kind = NT_CUDA_MEM_MANAGED;
+		a->alloc_flags = (uint32_t)rc->arg[2];
+		break;
+	case NT_CUDA_API_cudaMallocHost:
+	case NT_CUDA_API_cuMemAllocHost_v2:
+		a->kind = NT_CUDA_MEM_HOST;
+		break;
+	case NT_CUDA_API_cudaHostAlloc:
+	case NT_CUDA_API_cuMemHostAlloc:
+		a->kind = NT_CUDA_MEM_HOST;
+		a->alloc_flags = (uint32_t)rc->arg[2];
+		break;
+	case NT_CUDA_API_cudaMallocPitch:
+	case NT_CUDA_API_cuMemAllocPitch_v2:
+		/* (ptr, &pitch, width, height) */
+		a->kind = NT_CUDA_MEM_DEVICE;
+		a->size = (ok && rc->out[1] ? rc->out[1] : rc->arg[2]) * rc->arg[3];
+		break;
+	default:
+		a->kind = NT_CUDA_MEM_DEVICE;
+		break;
+	}
+	if (api == NT_CUDA_API_cudaMallocAsync_ptsz ||
+	    api == NT_CUDA_API_cudaMallocFromPoolAsync_ptsz ||
+	    api == NT_CUDA_API_cuMemAllocAsync_ptsz ||
+	    api == NT_CUDA_API_cuMemAllocFromPoolAsync_ptsz)
+		a->flags |= NT_CUDA_F_PTSZ;
+	a->stack_id = nt_cuda_stack_id(rc->ips, rc->nframes);
+	if (ok && a->ptr) {
+		struct nt_cuda_block b = {
+			.ptr = a->ptr, .size = a->size, .ts_ns = rc->hdr.ts_ns,
+			.stack_id = a->stack_id, .device = rc->device,
+			.kind = a->kind,
+		};
+
+		a->outstanding_bytes = block_add(p, &b);
+		p->tot.allocs++;
+		p->tot.alloc_bytes += a->size;
+	} else {
+		a->outstanding_bytes = nt_cuda_outstanding(p, rc->device, a->kind);
+		if (!ok)
+			p->tot.alloc_failed++;
+	}
+	rec_cstr(rec, &a->api_name, nt_cuda_api_name(api));
+	rec_stack(st, rec, &a->stack, rc->hdr.pid, rc->ips, rc->nframes);
+	*err_size = a->size;
+	return 1;
+}
+
+static int decode_free(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		       const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec)
+{
+	struct nt_cuda_free *f;
+	struct nt_cuda_block b = {0};
+	bool ok = (int32_t)rc->ret == 0, known;
+	unsigned api = rc->api;
+
+	/* cudaFree(NULL) initialises a context; it frees nothing */
+	if (!rc->arg[0] && ok)
+		return 0;
+	f = rec_start(st, rec, NT_CUDA_EVT_FREE, &rc->hdr, sizeof(*f));
+	COMMON_FROM_RAW(f, rc);
+	f->ptr = rc->arg[0];
+	switch (api) {
+	case NT_CUDA_API_cudaFreeAsync:
+	case NT_CUDA_API_cudaFreeAsync_ptsz:
+	case NT_CUDA_API_cuMemFreeAsync:
+	case NT_CUDA_API_cuMemFreeAsync_ptsz:
+		f->stream = rc->arg[1];
+		f->flags |= NT_CUDA_F_ASYNC;
+		f->kind = NT_CUDA_MEM_ASYNC;
+		if (api == NT_CUDA_API_cudaFreeAsync_ptsz ||
+		    api == NT_CUDA_API_cuMemFreeAsync_ptsz)
+			f->flags |= NT_CUDA_F_PTSZ;
+		break;
+	case NT_CUDA_API_cudaFreeHost:
+	case NT_CUDA_API_cuMemFreeHost:
+		f->kind = NT_CUDA_MEM_HOST;
+		break;
+	default:
+		f->kind = NT_CUDA_MEM_DEVICE;
+		break;
+	}
+	known = ok && block_remove(p, f->ptr, &b);
+	if (known) {
+		f->size = b.size;
+		f->kind = b.kind;
+		f->alloc_ts_ns = b.ts_ns;
+		f->device = b.device;
+		f->outstanding_bytes = nt_cuda_outstanding(p, b.device, b.kind);
+		p->tot.frees++;
+		p->tot.free_bytes += b.size;
+	} else {
+		f->outstanding_bytes = nt_cuda_outstanding(p, rc->device, f->kind);
+		if (ok)
+			p->tot.frees++;
+	}
+	f->stack_id = nt_cuda_stack_id(rc->ips, rc->nframes);
+	rec_cstr(rec, &f->api_name, nt_cuda_api_name(api));
+	rec_stack(st, rec, &f->stack, rc->hdr.pid, rc->ips, rc->nframes);
+	return 1;
+}
+
+static int decode_memcpy(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+			 const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+			 uint64_t *err_size)
+{
+	struct nt_cuda_memcpy *m =
+		rec_start(st, rec, NT_CUDA_EVT_MEMCPY, &rc->hdr, sizeof(*m));
+	const uint64_t *a = rc->arg;
+	unsigned api = rc->api;
+	int dir = NT_CUDA_DIR_UNKNOWN;
+	bool async = false;
+
+	COMMON_FROM_RAW(m, rc);
+	m->src_device = -1;
+	switch (api) {
+	case NT_CUDA_API_cudaMemcpy:
+	case NT_CUDA_API_cudaMemcpy_ptds:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		dir = nt_cuda_dir_from_kind(a[3]);
+		break;
+	case NT_CUDA_API_cudaMemcpyAsync:
+	case NT_CUDA_API_cudaMemcpyAsync_ptsz:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		dir = nt_cuda_dir_from_kind(a[3]);
+		m->stream = a[4];
+		async = true;
+		break;
+	case NT_CUDA_API_cudaMemcpyPeer:
+	case NT_CUDA_API_cudaMemcpyPeerAsync:
+		/* (dst, dstDevice, src, srcDevice, count[, stream]) */
+		m->dst = a[0], m->src = a[2], m->bytes = a[4];
+		m->device = (int32_t)a[1];
+		m->src_device = (int32_t)a[3];
+		dir = NT_CUDA_DIR_P2P;
+		if (api == NT_CUDA_API_cudaMemcpyPeerAsync)
+			m->stream = a[5], async = true;
+		break;
+	case NT_CUDA_API_cudaMemcpy2D:
+	case NT_CUDA_API_cudaMemcpy2DAsync:
+		/* (dst, dpitch, src, spitch, width, height, kind[, stream]) */
+		m->dst = a[0], m->src = a[2], m->bytes = a[4] * a[5];
+		dir = nt_cuda_dir_from_kind(rc->sarg[0]);
+		if (api == NT_CUDA_API_cudaMemcpy2DAsync)
+			m->stream = rc->sarg[1], async = true;
+		break;
+	case NT_CUDA_API_cuMemcpy:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		break;
+	case NT_CUDA_API_cuMemcpyAsync:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2], m->stream = a[3];
+		async = true;
+		break;
+	case NT_CUDA_API_cuMemcpyHtoD_v2:
+	case NT_CUDA_API_cuMemcpyHtoDAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		dir = NT_CUDA_DIR_H2D;
+		break;
+	case NT_CUDA_API_cuMemcpyDtoH_v2:
+	case NT_CUDA_API_cuMemcpyDtoHAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		dir = NT_CUDA_DIR_D2H;
+		break;
+	case NT_CUDA_API_cuMemcpyDtoD_v2:
+	case NT_CUDA_API_cuMemcpyDtoDAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		dir = NT_CUDA_DIR_D2D;
+		break;
+	case NT_CUDA_API_cuMemcpyPeer:
+	case NT_CUDA_API_cuMemcpyPeerAsync:
+		/* (dst, dstCtx, src, srcCtx, count[, stream]) */
+		m->dst = a[0], m->src = a[2], m->bytes = a[4];
+		dir = NT_CUDA_DIR_P2P;
+		if (api == NT_CUDA_API_cuMemcpyPeerAsync)
+			m->stream = a[5], async = true;
+		break;
+	default:
+		break;
+	}
+	if (api == NT_CUDA_API_cuMemcpyHtoDAsync_v2 ||
+	    api == NT_CUDA_API_cuMemcpyDtoHAsync_v2 ||
+	    api == NT_CUDA_API_cuMemcpyDtoDAsync_v2) {
+		m->stream = a[3];
+		async = true;
+	}
+	if (api == NT_CUDA_API_cudaMemcpy_ptds ||
+	    api == NT_CUDA_API_cudaMemcpyAsync_ptsz)
+		m->flags |= NT_CUDA_F_PTSZ;
+	if (dir == NT_CUDA_DIR_UNKNOWN)
+		dir = nt_cuda_classify_copy(p, m->dst, m->src);
+	m->direction = (uint32_t)dir;
+	if (async)
+		m->flags |= NT_CUDA_F_ASYNC;
+	if ((int32_t)rc->ret == 0) {
+		p->tot.copies[dir]++;
+		p->tot.copy_bytes[dir] += m->bytes;
+		if (!async) {
+			p->tot.sync_copy_bytes[dir] += m->bytes;
+			p->tot.sync_copy_ns[dir] += rc->duration_ns;
+		}
+	}
+	rec_cstr(rec, &m->api_name, nt_cuda_api_name(api));
+	*err_size = m->bytes;
+	return 1;
+}
+
+static int decode_memset(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+			 const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+			 uint64_t *err_size)
+{
+	struct nt_cuda_memset *m =
+		rec_start(st, rec, NT_CUDA_EVT_MEMSET, &rc->hdr, sizeof(*m));
+	const uint64_t *a = rc->arg;
+	unsigned api = rc->api;
+
+	(void)p;
+	COMMON_FROM_RAW(m, rc);
+	m->ptr = a[0];
+	m->value = (uint32_t)a[1];
+	m->bytes = a[2];
+	switch (api) {
+	case NT_CUDA_API_cuMemsetD32_v2:
+		m->bytes = a[2] * 4;
+		break;
+	case NT_CUDA_API_cuMemsetD32Async:
+		m->bytes = a[2] * 4;
+		m->stream = a[3];
+		m->flags |= NT_CUDA_F_ASYNC;
+		break;
+	case NT_CUDA_API_cudaMemsetAsync:
+	case NT_CUDA_API_cudaMemsetAsync_ptsz:
+	case NT_CUDA_API_cuMemsetD8Async:
+		m->stream = a[3];
+		m->flags |= NT_CUDA_F_ASYNC;
+		if (api == NT_CUDA_API_cudaMemsetAsync_ptsz)
+			m->flags |= NT_CUDA_F_PTSZ;
+		break;
+	default:
+		break;
+	}
+	rec_cstr(rec, &m->api_name, nt_cuda_api_name(api));
+	*err_size = m->bytes;
+	return 1;
+}
+
+static int decode_sync(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		       const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec)
+{
+	struct nt_cuda_sync *s =
+		rec_start(st, rec, NT_CUDA_EVT_SYNC, &rc->hdr, sizeof(*s));
+	unsigned api = rc->api;
+
+	COMMON_FROM_RAW(s, rc);
+	switch (api) {
+	case NT_CUDA_API_cudaDeviceSynchronize:
+	case NT_CUDA_API_cuCtxSynchronize:
+		s->sync_kind = NT_CUDA_SYNC_DEVICE;
+		break;
+	case NT_CUDA_API_cudaEventSynchronize:
+	case NT_CUDA_API_cuEventSynchronize:
+		s->sync_kind = NT_CUDA_SYNC_EVENT;
+		s->handle = rc->arg[0];
+		break;
+	default:
+		s->sync_kind = NT_CUDA_SYNC_STREAM;
+		s->handle = rc->arg[0];
+		if (api == NT_CUDA_API_cudaStreamSynchronize_ptsz ||
+		    api == NT_CUDA_API_cuStreamSynchronize_ptsz)
+			s->flags |= NT_CUDA_F_PTSZ;
+		break;
+	}
+	p->tot.syncs++;
+	p->tot.sync_ns += rc->duration_ns;
+	rec_cstr(rec, &s->api_name, nt_cuda_api_name(api));
+	return 1;
+}
+
+static int decode_graph(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+			const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec)
+{
+	struct nt_cuda_graph_launch *g =
+		rec_start(st, rec, NT_CUDA_EVT_GRAPH, &rc->hdr, sizeof(*g));
+
+	COMMON_FROM_RAW(g, rc);
+	g->graph_exec = rc->arg[0];
+	g->stream = rc->arg[1];
+	if (rc->api == NT_CUDA_API_cudaGraphLaunch_ptsz ||
+	    rc->api == NT_CUDA_API_cuGraphLaunch_ptsz)
+		g->flags |= NT_CUDA_F_PTSZ;
+	if ((int32_t)rc->ret == 0)
+		p->tot.graph_launches++;
+	rec_cstr(rec, &g->api_name, nt_cuda_api_name(rc->api));
+	return 1;
+}
+
+int nt_cuda_decode_call(struct nt_cuda_state *st,
+			const struct nt_cuda_raw_call *rc, size_t size,
+			struct nt_cuda_rec out[2])
+{
+	struct nt_cuda_proc *p;
+	uint64_t err_size = 0, handle = 0;
+	int n = 0;
+
+	if (size < NT_CUDA_RAW_CALL_FIXED || rc->nframes > NT_CUDA_STACK_MAX ||
+	    size < NT_CUDA_RAW_CALL_FIXED + rc->nframes * 8ull ||
+	    rc->api == NT_CUDA_API_NONE || rc->api >= NT_CUDA_API_COUNT)
+		return -EINVAL;
+	p = nt_cuda_proc_get(st, rc->hdr.pid);
+	if (!p)
+		return -ENOMEM;
+	p->cgroup_id = rc->cgroup_id;
+	memcpy(p->comm, rc->hdr.comm, NT_COMM_LEN);
+	switch (nt_cuda_api_family(rc->api)) {
+	case NT_CUDA_FAM_ALLOC:
+		n = decode_alloc(st, p, rc, &out[0], &err_size);
+		break;
+	case NT_CUDA_FAM_FREE:
+		n = decode_free(st, p, rc, &out[0]);
+		handle = rc->arg[0];
+		break;
+	case NT_CUDA_FAM_MEMCPY:
+		n = decode_memcpy(st, p, rc, &out[0], &err_size);
+		break;
+	case NT_CUDA_FAM_MEMSET:
+		n = decode_memset(st, p, rc, &out[0], &err_size);
+		handle = rc->arg[0];
+		break;
+	case NT_CUDA_FAM_SYNC:
+		n = decode_sync(st, p, rc, &out[0]);
+		handle = rc->arg[0];
+		break;
+	case NT_CUDA_FAM_GRAPH:
+		n = decode_graph(st, p, rc, &out[0]);
+		handle = rc->arg[0];
+		break;
+	default:
+		/* device / kname / launch calls: an event only on failure */
+		handle = rc->arg[0];
+		break;
+	}
+	if ((rc->flags & NT_CUDA_F_RET) && (int32_t)rc->ret != 0) {
+		build_error(st, rc, err_size, handle, &out[n]);
+		p->tot.errors++;
+		n++;
+	}
+	return n;
+}
+
+int nt_cuda_decode_enter(struct nt_cuda_state *st,
+			 const struct nt_cuda_raw_call *rc, size_t size,
+			 struct nt_cuda_rec *out)
+{
+	struct nt_cuda_enter *e;
+	unsigned api = rc->api;
+	int fam;
+
+	if (size < NT_CUDA_RAW_CALL_FIXED || api == NT_CUDA_API_NONE ||
+	    api >= NT_CUDA_API_COUNT)
+		return -EINVAL;
+	fam = nt_cuda_api_family(api);
+	e = rec_start(st, out, NT_CUDA_EVT_ENTER, &rc->hdr, sizeof(*e));
+	e->cgroup_id = rc->cgroup_id;
+	e->api = rc->api;
+	e->layer = rc->layer;
+	e->device = rc->device;
+	e->family = (uint32_t)fam;
+	switch (api) {
+	case NT_CUDA_API_cudaDeviceSynchronize:
+	case NT_CUDA_API_cuCtxSynchronize:
+		break;
+	case NT_CUDA_API_cudaStreamSynchronize:
+	case NT_CUDA_API_cudaStreamSynchronize_ptsz:
+	case NT_CUDA_API_cudaEventSynchronize:
+	case NT_CUDA_API_cuStreamSynchronize:
+	case NT_CUDA_API_cuStreamSynchronize_ptsz:
+	case NT_CUDA_API_cuEventSynchronize:
+		e->handle = rc->arg[0];
+		break;
+	case NT_CUDA_API_cudaMemcpyPeer:
+	case NT_CUDA_API_cuMemcpyPeer:
+		e->bytes = rc->arg[4];
+		break;
+	case NT_CUDA_API_cudaMemcpy2D:
+		e->bytes = rc->arg[4] * rc->arg[5];
+		break;
+	case NT_CUDA_API_cuMemsetD32_v2:
+		e->bytes = rc->arg[2] * 4;
+		break;
+	default:
+		if (fam == NT_CUDA_FAM_MEMCPY || fam == NT_CUDA_FAM_MEMSET)
+			e->bytes = rc->arg[2];
+		break;
+	}
+	rec_cstr(out, &e->api_name, nt_cuda_api_name(api));
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernel names                                                        */
+/* ------------------------------------------------------------------ */
+
+char *nt_cuda_demangle(const char *mangled)
+{
+	int status = -1;
+	char *d;
+
+	if (!mangled || mangled[0] != '_' || mangled[1] != 'Z')
+		return NULL;
+	d = __cxa_demangle(mangled, NULL, NULL, &status);
+	if (status != 0) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+int nt_cuda_learn_kname(struct nt_cuda_state *st,
+			const struct nt_cuda_raw_kname *k, size_t size)
+{
+	struct nt_cuda_proc *p;
+	char *name;
+
+	if (size < NT_CUDA_RAW_KNAME_FIXED || k->name_len > NT_CUDA_KNAME_MAX ||
+	    size < NT_CUDA_RAW_KNAME_FIXED + (size_t)k->name_len)
+		return -EINVAL;
+	if (k->ret != 0 || !k->handle)
+		return 0;
+	p = nt_cuda_proc_get(st, k->hdr.pid);
+	if (!p)
+		return -ENOMEM;
+	if (k->api == NT_CUDA_API_cuKernelGetFunction) {
+		/* the function inherits its kernel's name */
+		const char *kn = smap_get(&p->knames, k->parent);
+
+		return kn ? smap_put(&p->knames, k->handle, strdup(kn)) : 0;
+	}
+	if (!k->name_len)
+		return 0;
+	name = strndup(k->name, k->name_len);
+	if (!name)
+		return -ENOMEM;
+	{
+		char *d = nt_cuda_demangle(name);
+
+		if (d) {
+			free(name);
+			name = d;
+		}
+	}
+	return smap_put(&p->knames, k->handle, name);
+}
+
+const char *nt_cuda_kernel_name(struct nt_cuda_state *st, uint32_t pid,
+				int layer, uint64_t func)
+{
+	struct nt_cuda_proc *p = nt_cuda_proc_get(st, pid);
+	const char *n;
+
+	if (!p)
+		return "";
+	n = smap_get(&p->knames, func);
+	if (n)
+		return n;
+	if (layer == NT_CUDA_LAYER_RUNTIME && st->sym) {
+		struct nt_symbol sym = {0};
+
+		if (st->sym(st->sym_arg, pid, func, &sym) >= 0 && sym.name &&
+		    sym.name[0]) {
+			char *c = strdup(sym.name);
+
+			if (c && smap_put(&p->knames, func, c) == 0)
+				return smap_get(&p->knames, func);
+		}
+	}
+	return "";
+}
+
+int nt_cuda_decode_launch(struct nt_cuda_state *st,
+			  const struct nt_cuda_raw_launch *rl, size_t size,
+			  struct nt_cuda_rec *out)
+{
+	struct nt_cuda_launch *l;
+	const char *name;
+
+	if (size < NT_CUDA_RAW_LAUNCH_FIXED || rl->nframes > NT_CUDA_STACK_MAX ||
+	    size < NT_CUDA_RAW_LAUNCH_FIXED + rl->nframes * 8ull)
+		return -EINVAL;
+	name = nt_cuda_kernel_name(st, rl->hdr.pid, rl->layer, rl->func);
+	l = rec_start(st, out, NT_CUDA_EVT_LAUNCH, &rl->hdr, sizeof(*l));
+	l->cgroup_id = rl->cgroup_id;
+	l->api = rl->api;
+	l->layer = rl->layer;
+	l->device = rl->device;
+	l->func = rl->func;
+	l->stream = rl->stream;
+	l->grid_x = rl->grid[0];
+	l->grid_y = rl->grid[1];
+	l->grid_z = rl->grid[2];
+	l->block_x = rl->block[0];
+	l->block_y = rl->block[1];
+	l->block_z = rl->block[2];
+	l->shared_mem = rl->shared_mem;
+	l->stack_id = nt_cuda_stack_id(rl->ips, rl->nframes);
+	if (rl->api == NT_CUDA_API_cudaLaunchKernel_ptsz ||
+	    rl->api == NT_CUDA_API_cudaLaunchKernelExC_ptsz ||
+	    rl->api == NT_CUDA_API_cuLaunchKernel_ptsz ||
+	    rl->api == NT_CUDA_API_cuLaunchKernelEx_ptsz)
+		l->flags |= NT_CUDA_F_PTSZ;
+	rec_cstr(out, &l->kernel, name);
+	rec_cstr(out, &l->api_name, nt_cuda_api_name(rl->api));
+	rec_stack(st, out, &l->stack, rl->hdr.pid, rl->ips, rl->nframes);
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Report                                                              */
+/* ------------------------------------------------------------------ */
+
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b,
+							   const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		{
+			size_t ncap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
+			char *ns = realloc(b->s, ncap);
+
+			if (!ns) {
+				b->oom = true;
+				return;
+			}
+			b->s = ns;
+			b->cap = ncap;
+		}
+	}
+}
+
+static void human_bytes(uint64_t v, char *buf, size_t n)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double d = (double)v;
+	int i = 0;
+
+	while (d >= 1024.0 && i < 4) {
+		d /= 1024.0;
+		i++;
+	}
+	if (i == 0)
+		snprintf(buf, n, "%llu B", (unsigned long long)v);
+	else
+		snprintf(buf, n, "%.1f %s", d, u[i]);
+}
+
+char *nt_cuda_report_text(const struct nt_cuda_proc *p,
+			  const struct nt_cuda_kcount *top, size_t ntop)
+{
+	struct sbuf b = {0};
+	const struct nt_cuda_totals *t = &p->tot;
+	char h1[32], h2[32];
+	uint64_t launches = 0;
+
+	for (size_t i = 0; i < ntop; i++)
+		launches += top[i].count;
+	sb_printf(&b, "cuda: pid %u (%s)\n", p->pid, p->comm);
+	sb_printf(&b, "  launches %llu (%zu kernels), graph launches %llu\n",
+		  (unsigned long long)launches, ntop,
+		  (unsigned long long)t->graph_launches);
+	human_bytes(t->alloc_bytes, h1, sizeof(h1));
+	human_bytes(t->free_bytes, h2, sizeof(h2));
+	sb_printf(&b, "  allocations %llu (%s, %llu failed), frees %llu (%s)\n",
+		  (unsigned long long)t->allocs, h1,
+		  (unsigned long long)t->alloc_failed,
+		  (unsigned long long)t->frees, h2);
+	human_bytes(t->peak_device_bytes, h1, sizeof(h1));
+	human_bytes(p->device_bytes_now, h2, sizeof(h2));
+	sb_printf(&b, "  device memory: peak %s, still allocated %s in %zu blocks\n",
+		  h1, h2, p->nblocks);
+	for (int d = 1; d <= NT_CUDA_DIR_P2P; d++) {
+		if (!t->copies[d])
+			continue;
+		human_bytes(t->copy_bytes[d], h1, sizeof(h1));
+		sb_printf(&b, "  copies %s: %llu, %s", nt_cuda_dir_name((unsigned)d),
+			  (unsigned long long)t->copies[d], h1);
+		if (t->sync_copy_ns[d])
+			sb_printf(&b, ", synchronous %.2f GB/s",
+				  (double)t->sync_copy_bytes[d] /
+					  (double)t->sync_copy_ns[d]);
+		sb_printf(&b, "\n");
+	}
+	sb_printf(&b, "  synchronisation: %llu calls, %.3f s blocked; API errors %llu\n",
+		  (unsigned long long)t->syncs, (double)t->sync_ns / 1e9,
+		  (unsigned long long)t->errors);
+	if (ntop) {
+		sb_printf(&b, "  top kernels:\n");
+		for (size_t i = 0; i < ntop && i < 10; i++)
+			sb_printf(&b, "    %10llu  %.160s\n",
+				  (unsigned long long)top[i].count,
+				  top[i].name && top[i].name[0] ? top[i].name
+								: "(unnamed)");
+	}
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s ? b.s : strdup("");
+}

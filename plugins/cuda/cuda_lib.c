@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+#include "cuda_lib.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *nt_cuda_insn_name(int insn)
+{
+	switch (insn) {
+	case NT_CUDA_INSN_PUSH: return "push (emulated)";
+	case NT_CUDA_INSN_ENDBR: return "endbr64+push (probe after endbr64)";
+	case NT_CUDA_INSN_OTHER: return "other (single-stepped)";
+	default: return "unknown";
+	}
+}
+
+static bool is_push(const uint8_t *b, size_t n)
+{
+	if (n >= 1 && b[0] >= 0x50 && b[0] <= 0x57)
+		return true; /* push %rax..%rdi (0x55: push %rbp) */
+	if (n >= 2 && b[0] == 0x41 && b[1] >= 0x50 && b[1] <= 0x57)
+		return true; /* push %r8..%r15 */
+	return false;
+}
+
+int nt_cuda_insn_classify(const uint8_t *b, size_t n, uint64_t *skip)
+{
+	*skip = 0;
+	if (is_push(b, n))
+		return NT_CUDA_INSN_PUSH;
+	if (n >= 5 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x1e &&
+	    b[3] == 0xfa && is_push(b + 4, n - 4)) {
+		*skip = 4;
+		return NT_CUDA_INSN_ENDBR;
+	}
+	return n ? NT_CUDA_INSN_OTHER : NT_CUDA_INSN_UNKNOWN;
+}
+
+/* File offset of a virtual address, through the section holding it. */
+static bool vaddr_to_off(Elf *e, GElf_Sym *s, uint64_t *off)
+{
+	Elf_Scn *scn = elf_getscn(e, s->st_shndx);
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		return false;
+	if (s->st_value < sh.sh_addr || s->st_value >= sh.sh_addr + sh.sh_size)
+		return false;
+	*off = s->st_value - sh.sh_addr + sh.sh_offset;
+	return true;
+}
+
+static void scan_table(Elf *e, Elf_Scn *scn, GElf_Shdr *sh,
+		       struct nt_cuda_sym *syms, size_t n, int fd, int *found)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t cnt;
+
+	if (!data || !sh->sh_entsize)
+		return;
+	cnt = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < cnt; i++) {
+		GElf_Sym s;
+		const char *name;
+
+		if (!gelf_getsym(data, (int)i, &s))
+			continue;
+		if (GELF_ST_TYPE(s.st_info) != STT_FUNC &&
+		    GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		name = elf_strptr(e, sh->sh_link, s.st_name);
+		if (!name || !name[0])
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			uint8_t b[16];
+			uint64_t off, skip;
+			ssize_t r;
+
+			if (syms[k].offset || strcmp(syms[k].name, name) != 0)
+				continue;
+			if (!vaddr_to_off(e, &s, &off))
+				continue;
+			r = pread(fd, b, sizeof(b), (off_t)off);
+			syms[k].insn = nt_cuda_insn_classify(
+				b, r > 0 ? (size_t)r : 0, &skip);
+			syms[k].offset = off + skip;
+			(*found)++;
+		}
+	}
+}
+
+int nt_cuda_elf_lookup(const char *path, struct nt_cuda_sym *syms, size_t n)
+{
+	Elf_Scn *scn = NULL;
+	int fd, found = 0;
+	Elf *e;
+
+	for (size_t k = 0; k < n; k++) {
+		syms[k].offset = 0;
+		syms[k].insn = NT_CUDA_INSN_UNKNOWN;
+	}
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		if (e)
+			elf_end(e);
+		close(fd);
+		return -ENOEXEC;
+	}
+	/* .dynsym first (exported), then .symtab (static binaries) */
+	for (int pass = 0; pass < 2 && (size_t)found < n; pass++) {
+		Elf32_Word want = pass == 0 ? SHT_DYNSYM : SHT_SYMTAB;
+
+		scn = NULL;
+		while ((scn = elf_nextscn(e, scn))) {
+			GElf_Shdr sh;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != want)
+				continue;
+			scan_table(e, scn, &sh, syms, n, fd, &found);
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return found;
+}
+
+int nt_cuda_elf_classify(const char *path)
+{
+	struct nt_cuda_sym s[4] = {
+		{ .name = "cudaMalloc" }, { .name = "cudaLaunchKernel" },
+		{ .name = "cuInit" }, { .name = "cuLaunchKernel" },
+	};
+	int r = nt_cuda_elf_lookup(path, s, 4);
+
+	if (r < 0)
+		return r;
+	if (s[0].offset && s[1].offset)
+		return NT_CUDA_LIB_RUNTIME;
+	if (s[2].offset && s[3].offset)
+		return NT_CUDA_LIB_DRIVER;
+	return NT_CUDA_LIB_NONE;
+}
+
+static const char *base_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+bool nt_cuda_name_is_runtime(const char *path)
+{
+	return strncmp(base_of(path), "libcudart.so", 12) == 0;
+}
+
+bool nt_cuda_name_is_driver(const char *path)
+{
+	return strncmp(base_of(path), "libcuda.so", 10) == 0;
+}
+
+bool nt_cuda_parse_maps_line(char *line, struct nt_cuda_map *m)
+{
+	unsigned long long start, end, off, ino;
+	unsigned int maj, min;
+	char perms[8];
+	int pos = 0;
+	char *path;
+	size_t len;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
+		   perms, &off, &maj, &min, &ino, &pos) < 7 || !pos)
+		return false;
+	path = line + pos;
+	while (*path == ' ')
+		path++;
+	len = strlen(path);
+	while (len && (path[len - 1] == '\n' || path[len - 1] == ' '))
+		path[--len] = '\0';
+	if (path[0] != '/' || !ino)
+		return false;
+	if (perms[2] != 'x')
+		return false;
+	/* " (deleted)" files cannot be probed by path */
+	if (len > 10 && strcmp(path + len - 10, " (deleted)") == 0)
+		return false;
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	m->ino = ino;
+	m->dev_major = maj;
+	m->dev_minor = min;
+	m->path = path;
+	return true;
+}
+
+int nt_cuda_scan_maps(uint32_t pid, nt_cuda_map_fn fn, void *arg)
+{
+	char name[64], line[4096 + 256];
+	uint64_t seen[512];
+	size_t nseen = 0;
+	FILE *f;
+	int ret = 0;
+
+	snprintf(name, sizeof(name), "/proc/%u/maps", pid);
+	f = fopen(name, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		struct nt_cuda_map m;
+		bool dup = false;
+
+		if (!nt_cuda_parse_maps_line(line, &m))
+			continue;
+		for (size_t i = 0; i < nseen; i++)
+			if (seen[i] == m.ino) {
+				dup = true;
+				break;
+			}
+		if (dup)
+			continue;
+		if (nseen < sizeof(seen) / sizeof(seen[0]))
+			seen[nseen++] = m.ino;
+		if (fn(arg, &m)) {
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
