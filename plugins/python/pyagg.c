@@ -249,9 +249,9 @@ static uint64_t stack_hash(uint32_t pid, uint32_t tid, unsigned state,
 	return fnv(frames, (size_t)n * sizeof(*frames), h);
 }
 
-uint32_t py_agg_stack(struct py_agg *a, uint32_t pid, uint32_t tid,
-		      unsigned state, const uint32_t *frames, uint32_t n,
-		      const char *comm)
+static uint32_t stack_get(struct py_agg *a, uint32_t pid, uint32_t tid,
+			  unsigned state, const uint32_t *frames, uint32_t n,
+			  const char *comm, bool force)
 {
 	uint64_t h = stack_hash(pid, tid, state, frames, n);
 	uint32_t j;
@@ -272,13 +272,13 @@ uint32_t py_agg_stack(struct py_agg *a, uint32_t pid, uint32_t tid,
 			}
 		}
 	}
-	if (a->live_stacks >= a->max_stacks) {
+	if (a->live_stacks >= a->max_stacks && !force) {
 		/* Too many distinct stacks: fold into one per pid/tid/state. */
 		if (a->other_frame == UINT32_MAX)
 			a->other_frame = py_agg_frame(a, "[other stacks]", NULL, 0);
-		if (a->other_frame == UINT32_MAX || (n == 1 && frames[0] == a->other_frame))
+		if (a->other_frame == UINT32_MAX)
 			return UINT32_MAX;
-		return py_agg_stack(a, pid, tid, state, &a->other_frame, 1, comm);
+		return stack_get(a, pid, tid, state, &a->other_frame, 1, comm, true);
 	}
 	if ((a->stack_idx.n + 1) * 2 > a->stack_idx.cap &&
 	    idx_grow(&a->stack_idx, stack_hash_of, a))
@@ -305,6 +305,13 @@ uint32_t py_agg_stack(struct py_agg *a, uint32_t pid, uint32_t tid,
 	a->stack_idx.n++;
 	a->live_stacks++;
 	return a->n_stacks - 1;
+}
+
+uint32_t py_agg_stack(struct py_agg *a, uint32_t pid, uint32_t tid,
+		      unsigned state, const uint32_t *frames, uint32_t n,
+		      const char *comm)
+{
+	return stack_get(a, pid, tid, state, frames, n, comm, false);
 }
 
 void py_agg_add(struct py_agg *a, uint32_t stack, uint64_t samples)
