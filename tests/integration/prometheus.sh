@@ -118,7 +118,7 @@ grep -q '^# TYPE ntcore_prometheus_scrapes counter$' "$T/scrape.om" || fail "Ope
 grep -q '^ntcore_metricgen_h2_seconds_bucket{.*le="1.0"}' "$T/scrape.om" || fail "OpenMetrics le is not canonical"
 $PT hist-consistent "$T/scrape.om" --min 1 >/dev/null
 stop_nt "$T/all.log"
-echo "ok 1 - promtool check metrics passes with ${#PLUGINS[@]} plugins loaded: ${PLUGINS[*]}"
+echo "ok 1 - promtool check metrics passes with ${#PLUGINS[@]} plugins loaded: ${PLUGINS[*]} (${SECONDS}s)"
 
 # ---------------------------------------------------------------- 2 ---
 # 1000 histograms, every series observes 0.5 every 10 ms on the loop thread
@@ -131,16 +131,15 @@ plugins = (
 );
 EOF
 start_nt "$T/hist.conf" "$T/hist.log"
-for i in $(seq 1 25); do
-	$PT get "http://127.0.0.1:$PORT/metrics" --out "$T/h.txt"
-	$PT hist-consistent "$T/h.txt" --prefix ntcore_metricgen_ --sum-rule 1,0.5,21 --min 1000 >/dev/null ||
-		fail "scrape $i is torn"
-done
+$PT hist-consistent "http://127.0.0.1:$PORT/metrics" --repeat 25 \
+	--prefix ntcore_metricgen_ --sum-rule 1,0.5,21 --min 1000 >/dev/null ||
+	fail "a scrape is torn"
+$PT get "http://127.0.0.1:$PORT/metrics" --out "$T/h.txt"
 c=$($PT value "$T/h.txt" ntcore_metricgen_h0_seconds_count l0=s0 l1=v0)
 [ "$c" -gt 21 ] || fail "histograms did not move during the scrapes (count $c)"
 promtool check metrics <"$T/h.txt" || fail "promtool rejects the histogram scrape"
 stop_nt "$T/hist.log"
-echo "ok 2 - 25 scrapes of 1000 histograms under updates are consistent"
+echo "ok 2 - 25 scrapes of 1000 histograms under updates are consistent (${SECONDS}s)"
 
 # ---------------------------------------------------------------- 3 ---
 cat >"$T/card.conf" <<EOF
@@ -159,7 +158,7 @@ ov=$($PT value "$T/card.txt" ntcore_metric_series_overflow_total metric=ntcore_m
 rss=$(awk '/VmRSS/ {print $2}' /proc/"$NTPID"/status)
 [ "$rss" -lt 204800 ] || fail "ntcore RSS ${rss} kB after a million label sets"
 stop_nt "$T/card.log"
-echo "ok 3 - a million label sets: 1000 series kept, overflow 999000, RSS ${rss} kB"
+echo "ok 3 - a million label sets: 1000 series kept, overflow 999000, RSS ${rss} kB (${SECONDS}s)"
 
 # ---------------------------------------------------------------- 4 ---
 BUSY=$($PT free-port)
@@ -174,7 +173,7 @@ timeout 20 "$NT" -c "$T/busy.conf" -d 5 >"$T/busy.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat "$T/busy.log" >&2; fail "port in use: exit $rc, want 1"; }
 grep -q "cannot listen on 127.0.0.1:$BUSY: address already in use" "$T/busy.log" ||
 	{ cat "$T/busy.log" >&2; fail "port in use: no message naming 127.0.0.1:$BUSY"; }
-echo "ok 4a - a port in use stops ntcore (exit 1) naming 127.0.0.1:$BUSY"
+echo "ok 4a - a port in use stops ntcore (exit 1) naming 127.0.0.1:$BUSY (${SECONDS}s)"
 
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
 	cat >"$T/v6.conf" <<EOF
@@ -189,4 +188,27 @@ EOF
 else
 	echo "ok 4b - # this host has no IPv6 loopback; [::1] not exercised (unit test covers it where ::1 exists)"
 fi
+# ---------------------------------------------------------------- 5 ---
+# SIGHUP rebuilds the instances: the sink lets go of its port and binds it
+# again, and the registry (our counters) carries over.
+HUP=$($PT free-port)
+cat >"$T/hup.conf" <<EOF
+plugins = ( { plugin = "prometheus"; listen = "127.0.0.1:$HUP"; required = true; } );
+EOF
+start_nt "$T/hup.conf" "$T/hup.log"
+$PT get "http://127.0.0.1:$HUP/metrics" >/dev/null
+$PT get "http://127.0.0.1:$HUP/metrics" >/dev/null
+kill -HUP "$NTPID"
+binds=0
+for _ in $(seq 1 100); do
+	binds=$(grep -c 'serving metrics on' "$T/hup.log" || true)
+	[ "$binds" -ge 2 ] && break
+	sleep 0.1
+done
+[ "$binds" -ge 2 ] || { cat "$T/hup.log" >&2; fail "no second bind after SIGHUP"; }
+$PT get "http://127.0.0.1:$HUP/metrics" --out "$T/hup.txt"
+v=$($PT value "$T/hup.txt" ntcore_prometheus_scrapes_total)
+[ "$v" = 2 ] || fail "after SIGHUP ntcore_prometheus_scrapes_total is $v, want 2"
+stop_nt "$T/hup.log"
+echo "ok 5 - SIGHUP: the port is bound again and the counters carry over (${SECONDS}s)"
 echo "PASS: prometheus"

@@ -73,30 +73,45 @@ def get(a):
         print("%.6f %d" % (dt, len(body)))
 
 
-def parse(path):
+def parse(path, text=None):
     """[(name, {labels}, value)] from an exposition file (text or OM)."""
     out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line or line.startswith("#"):
-                continue
-            m = SAMPLE.match(line)
-            if not m:
-                die("%s:%d: not a sample line: %r" % (path, n, line))
-            labels = {}
-            if m.group(3):
-                for k, v in LABEL.findall(m.group(3)):
-                    labels[k] = UNESC.sub(
-                        lambda e: "\n" if e.group(1) == "n" else e.group(1), v)
-            out.append((m.group(1), labels, float(m.group(4))))
+    if text is None:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\n")
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            die("%s:%d: not a sample line: %r" % (path, n, line))
+        labels = {}
+        if m.group(3):
+            for k, v in LABEL.findall(m.group(3)):
+                labels[k] = UNESC.sub(
+                    lambda e: "\n" if e.group(1) == "n" else e.group(1), v)
+        out.append((m.group(1), labels, float(m.group(4))))
     return out
 
 
 def hist_consistent(a):
     """Every histogram series: buckets non-decreasing, +Inf == _count, and
-    (with --sum-rule B,K) _sum == B + K * (_count - C0)."""
-    samples = parse(a.file)
+    (with --sum-rule B,K,C0) _sum == B + K * (_count - C0). With --repeat N
+    the file argument is a URL, scraped and checked N times."""
+    if not a.repeat:
+        print(check_hist(a, parse(a.file)))
+        return
+    url, n = a.file, 0
+    for i in range(a.repeat):
+        with urllib.request.urlopen(url, timeout=30) as r:
+            text = r.read().decode("utf-8")
+        a.file = "%s (scrape %d)" % (url, i + 1)
+        n = check_hist(a, parse(a.file, text))
+    print(n)
+
+
+def check_hist(a, samples):
     hist = {}
     for name, labels, v in samples:
         for suf in ("_bucket", "_sum", "_count"):
@@ -135,7 +150,7 @@ def hist_consistent(a):
     if n < a.min:
         die("only %d histogram series%s (want >= %d)" %
             (n, " under " + a.prefix if a.prefix else "", a.min))
-    print(n)
+    return n
 
 
 def count(a):
@@ -285,6 +300,8 @@ def main():
     s.add_argument("--prefix")
     s.add_argument("--sum-rule")
     s.add_argument("--min", type=int, default=1)
+    s.add_argument("--repeat", type=int, default=0,
+                   help="FILE is a URL: scrape and check it this many times")
     s.set_defaults(fn=hist_consistent)
     for cmd, fn in (("count", count), ("value", value)):
         s = sub.add_parser(cmd)
