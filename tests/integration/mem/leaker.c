@@ -8,7 +8,8 @@
  *     release_most(); "allocated <realtime ns>"; sleep HOLD_MS; a 64 MiB
  *     anonymous mapping touched page by page in touch_buffer();
  *     "touched <realtime ns>"; sleep HOLD_MS; exit 0 (the mapping and the
- *     100 blocks are left to the exit).
+ *     100 blocks are left to the exit). "touching <ns>" comes just before
+ *     the mapping.
  *   mem-leaker loop SECONDS
  *     every 10 ms: 10 x malloc(512), 9 freed, for SECONDS; then exit 0.
  */
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
 		release_most();
 		say("allocated");
 		sleep_ms(hold);
+		say("touching");
 		buf = touch_buffer();
 		say("touched");
 		sleep_ms(hold);
