@@ -58,10 +58,17 @@ struct task_struct___o {
 	volatile long state;
 } __attribute__((preserve_access_index));
 
-static __always_inline __u32 task_state(struct task_struct *t)
+/*
+ * A task field: a direct load where the program got a BTF pointer (tp_btf;
+ * no helper call), a CO-RE probe read otherwise (raw_tp). `btf` is a
+ * constant in each inlined copy, so the other branch is compiled out.
+ */
+#define TASK_READ(btf, t, field) ((btf) ? (t)->field : BPF_CORE_READ(t, field))
+
+static __always_inline __u32 task_state(bool btf, struct task_struct *t)
 {
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
+		return TASK_READ(btf, t, __state);
 	return (__u32)BPF_CORE_READ((struct task_struct___o *)t, state);
 }
 
@@ -78,7 +85,7 @@ static __always_inline void count_full(void)
  * (an exiting thread was flushed by sched_process_exit and must not come
  * back). */
 static __always_inline struct sched_tstat *
-thread_get(struct task_struct *t, __u32 tid, __u32 tgid, bool create)
+thread_get(bool btf, struct task_struct *t, __u32 tid, __u32 tgid, bool create)
 {
 	struct sched_tstat *s = bpf_map_lookup_elem(&threads, &tid);
 	struct sched_tstat init = {};
@@ -86,7 +93,7 @@ thread_get(struct task_struct *t, __u32 tid, __u32 tgid, bool create)
 
 	if (s && s->tgid == tgid)
 		return s;
-	if (!create || (BPF_CORE_READ(t, flags) & SCHED_PF_EXITING))
+	if (!create || (TASK_READ(btf, t, flags) & SCHED_PF_EXITING))
 		return NULL;
 	/* New, or a stale entry of a reused tid: start over. */
 	init.tgid = tgid;
@@ -125,11 +132,12 @@ static __always_inline void hist_add(__u32 tgid, __u64 wait)
 	__sync_fetch_and_add(&h->sum_ns, wait);
 }
 
-static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+static __always_inline int on_switch(bool btf, bool preempt,
+				     struct task_struct *prev,
 				     struct task_struct *next)
 {
-	__u32 ptgid = BPF_CORE_READ(prev, tgid), ntgid = BPF_CORE_READ(next, tgid);
-	__u32 ptid = BPF_CORE_READ(prev, pid), ntid = BPF_CORE_READ(next, pid);
+	__u32 ptgid = TASK_READ(btf, prev, tgid), ntgid = TASK_READ(btf, next, tgid);
+	__u32 ptid = TASK_READ(btf, prev, pid), ntid = TASK_READ(btf, next, pid);
 	bool pok = ptid && nt_target_ok(ptgid);
 	bool nok = ntid && nt_target_ok(ntgid);
 	__u64 now, slice = 0, wait = 0;
@@ -142,20 +150,18 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	now = bpf_ktime_get_ns();
 	cpu = bpf_get_smp_processor_id();
 	if (pok) {
-		state = task_state(prev);
-		s = thread_get(prev, ptid, ptgid, true);
+		state = task_state(btf, prev);
+		s = thread_get(btf, prev, ptid, ptgid, true);
 		if (s) {
 			if (s->on_ts && now > s->on_ts)
 				slice = now - s->on_ts;
 			/* Preempted, or its sleep was cancelled (state back to
 			 * running): it stays queued, an involuntary switch. */
 			sched_acct_out(s, now, preempt || state == 0);
-			/* exec renames; keep the name current. */
-			bpf_core_read_str(s->comm, sizeof(s->comm), &prev->comm);
 		}
 	}
 	if (nok) {
-		s = thread_get(next, ntid, ntgid, true);
+		s = thread_get(btf, next, ntid, ntgid, true);
 		if (s && sched_acct_in(s, now, cpu, &wait))
 			hist_add(ntgid, wait);
 	}
@@ -172,36 +178,52 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	ev->next_tid = ntid;
 	bpf_core_read_str(ev->next_comm, sizeof(ev->next_comm), &next->comm);
 	ev->cpu = cpu;
-	ev->prev_state = pok ? state : task_state(prev);
+	ev->prev_state = pok ? state : task_state(btf, prev);
 	ev->preempt = preempt;
 	__builtin_memset(ev->pad, 0, sizeof(ev->pad));
 	bpf_ringbuf_submit(ev, 0);
 	return 0;
 }
 
-static __always_inline int on_wakeup(struct task_struct *p)
+static __always_inline int on_wakeup(bool btf, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = TASK_READ(btf, p, tgid), tid = TASK_READ(btf, p, pid);
 	struct sched_tstat *s;
 
 	if (!nt_target_ok(tgid) || !tid)
 		return 0;
-	s = thread_get(p, tid, tgid, true);
+	s = thread_get(btf, p, tid, tgid, true);
 	if (s)
 		sched_acct_wake(s, bpf_ktime_get_ns());
 	return 0;
 }
 
-static __always_inline int on_migrate(struct task_struct *p)
+static __always_inline int on_migrate(bool btf, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = TASK_READ(btf, p, tgid), tid = TASK_READ(btf, p, pid);
 	struct sched_tstat *s;
 
 	if (!nt_target_ok(tgid) || !tid)
 		return 0;
-	s = thread_get(p, tid, tgid, true);
+	s = thread_get(btf, p, tid, tgid, true);
 	if (s)
 		__sync_fetch_and_add(&s->migrations, 1);
+	return 0;
+}
+
+/* exec or prctl(PR_SET_NAME) renames a thread: `comm` is the new name (the
+ * tracepoint fires before the task's own copy changes). */
+static __always_inline int on_rename(bool btf, struct task_struct *t,
+				     const char *comm)
+{
+	__u32 tgid = TASK_READ(btf, t, tgid), tid = TASK_READ(btf, t, pid);
+	struct sched_tstat *s;
+
+	if (!nt_target_ok(tgid) || !tid)
+		return 0;
+	s = bpf_map_lookup_elem(&threads, &tid);
+	if (s && s->tgid == tgid)
+		bpf_probe_read_kernel_str(s->comm, sizeof(s->comm), comm);
 	return 0;
 }
 
@@ -212,9 +234,9 @@ static __always_inline int on_migrate(struct task_struct *p)
  * target map is still asked for the process-gone notice of untracked
  * threads.
  */
-static __always_inline int on_exit(struct task_struct *p)
+static __always_inline int on_exit(bool btf, struct task_struct *p)
 {
-	__u32 tgid = BPF_CORE_READ(p, tgid), tid = BPF_CORE_READ(p, pid);
+	__u32 tgid = TASK_READ(btf, p, tgid), tid = TASK_READ(btf, p, pid);
 	struct sched_tstat *s = bpf_map_lookup_elem(&threads, &tid);
 	/* do_exit() decrements signal->live before this tracepoint. */
 	bool group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
@@ -262,31 +284,37 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(true, preempt, prev, next);
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(true, p);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new_btf, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(true, p);
 }
 
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(sched_migrate_task_btf, struct task_struct *p)
 {
-	return on_migrate(p);
+	return on_migrate(true, p);
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit_btf, struct task_struct *p)
 {
-	return on_exit(p);
+	return on_exit(true, p);
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(task_rename_btf, struct task_struct *t, const char *comm)
+{
+	return on_rename(true, t, comm);
 }
 
 /* ---- raw tracepoints (fallback) ----------------------------------- */
@@ -295,29 +323,35 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
-	return on_switch(preempt, prev, next);
+	return on_switch(false, preempt, prev, next);
 }
 
 SEC("raw_tp/sched_wakeup")
 int BPF_PROG(sched_wakeup_raw, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(false, p);
 }
 
 SEC("raw_tp/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new_raw, struct task_struct *p)
 {
-	return on_wakeup(p);
+	return on_wakeup(false, p);
 }
 
 SEC("raw_tp/sched_migrate_task")
 int BPF_PROG(sched_migrate_task_raw, struct task_struct *p)
 {
-	return on_migrate(p);
+	return on_migrate(false, p);
 }
 
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(sched_process_exit_raw, struct task_struct *p)
 {
-	return on_exit(p);
+	return on_exit(false, p);
+}
+
+SEC("raw_tp/task_rename")
+int BPF_PROG(task_rename_raw, struct task_struct *t, const char *comm)
+{
+	return on_rename(false, t, comm);
 }

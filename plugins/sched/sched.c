@@ -30,6 +30,8 @@
 
 enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3 };
 
+#define NPROG 6 /* programs of one flavour */
+
 /* Series of exited threads and processes are kept this many ticks after
  * the exit, so every export (Prometheus scrape, file sink line) sees their
  * final value at least once. */
@@ -152,9 +154,11 @@ static const struct nt_schema report_schema = {
 static const char *const l_thread[] = { "pid", "tid", "comm" };
 static const char *const l_kind[] = { "pid", "kind" };
 static const char *const l_pid[] = { "pid" };
+static const char *const l_prog[] = { "program" };
 static const char *const no_labels[1] = { NULL };
 
-enum { M_ON, M_OFF, M_RUNQ, M_CSW, M_MIGR, M_HIST, M_THREADS, M_N };
+enum { M_ON, M_OFF, M_RUNQ, M_CSW, M_MIGR, M_HIST, M_THREADS, M_BPF_RUNS,
+       M_BPF_SECS, M_N };
 
 static const struct nt_metric_desc metric_tmpl[M_N] = {
 	[M_ON] = { "ntcore_sched_oncpu_seconds_total",
@@ -178,6 +182,12 @@ static const struct nt_metric_desc metric_tmpl[M_N] = {
 	[M_THREADS] = { "ntcore_sched_tracked_threads",
 			"Threads tracked by the sched probe now",
 			NT_METRIC_GAUGE, 0, NULL, NULL, 0, 1 },
+	[M_BPF_RUNS] = { "ntcore_sched_bpf_runs_total",
+			 "Runs of each sched BPF program (kernel.bpf_stats_enabled = 1 only)",
+			 NT_METRIC_COUNTER, 1, l_prog, NULL, 0, 8 },
+	[M_BPF_SECS] = { "ntcore_sched_bpf_run_seconds_total",
+			 "Time spent in each sched BPF program (kernel.bpf_stats_enabled = 1 only)",
+			 NT_METRIC_COUNTER, 1, l_prog, NULL, 0, 8 },
 };
 
 /* ---- state --------------------------------------------------------- */
@@ -213,7 +223,8 @@ struct sched_state {
 	double bounds[SCHED_HIST_BOUNDS];
 
 	struct sched_bpf *skel;
-	struct bpf_link *links[5];
+	struct bpf_link *links[NPROG];
+	__u64 prog_runs[NPROG], prog_ns[NPROG]; /* kernel stats already counted */
 	struct ring_buffer *rb;
 	bool btf;
 	bool batch_ok;
@@ -491,6 +502,9 @@ static int ring_drain(struct sched_state *st, uint32_t budget)
 	return (int)st->ring_n;
 }
 
+static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
+					   struct bpf_program *out[NPROG]);
+
 /* ---- reading the maps ---------------------------------------------- */
 
 static void entry_seen(struct sched_state *st, __u32 tid,
@@ -691,6 +705,37 @@ static void report_drops(struct sched_state *st)
 	}
 }
 
+/* The programs' own cost from the kernel's BPF stats (counted only while
+ * kernel.bpf_stats_enabled = 1). `say`: log it. */
+static void prog_cost(struct sched_state *st, bool say)
+{
+	struct bpf_program *use[NPROG];
+
+	progs_of(st->skel, st->btf, use);
+	for (int i = 0; i < NPROG; i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		const char *lp[1] = { bpf_program__name(use[i]) };
+
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(use[i]), &info, &len))
+			continue;
+		if (info.run_cnt > st->prog_runs[i]) {
+			st->host->metric_add(st->m[M_BPF_RUNS], lp,
+					     (double)(info.run_cnt - st->prog_runs[i]));
+			st->host->metric_add(st->m[M_BPF_SECS], lp,
+					     (double)(info.run_time_ns - st->prog_ns[i]) / 1e9);
+			st->prog_runs[i] = info.run_cnt;
+			st->prog_ns[i] = info.run_time_ns;
+		}
+		if (say && info.run_cnt)
+			st->host->log(st->inst, NT_LOG_INFO,
+				      "BPF cost: %s %llu runs, avg %.0f ns",
+				      lp[0], (unsigned long long)info.run_cnt,
+				      (double)info.run_time_ns / (double)info.run_cnt);
+	}
+}
+
 /* Read everything: exits first, then the maps. `final`: keep all series. */
 static void snapshot(struct sched_state *st, bool final)
 {
@@ -715,6 +760,7 @@ static void snapshot(struct sched_state *st, bool final)
 	}
 	read_hists(st);
 	report_drops(st);
+	prog_cost(st, final);
 	if (!final) {
 		retire(st);
 		retire_procs(st);
@@ -753,7 +799,9 @@ static void publish_report(struct sched_state *st)
 	ev->hdr.type = (uint32_t)st->t_report;
 	ev->hdr.size = (uint32_t)(sizeof(*ev) + len);
 	ev->hdr.ts_ns = now;
-	ev->hdr.pid = (uint32_t)getpid();
+	/* About the target set: its first process, or 0 host-wide. */
+	if (st->host->target_pids(st->inst, &ev->hdr.pid, 1) == 0)
+		ev->hdr.pid = 0;
 	ev->hdr.tid = ev->hdr.pid;
 	snprintf(ev->hdr.comm, sizeof(ev->hdr.comm), "ntcore");
 	ev->text.off = sizeof(*ev);
@@ -795,7 +843,7 @@ static bool tp_btf_works(void)
 }
 
 static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
-					   struct bpf_program *out[5])
+					   struct bpf_program *out[NPROG])
 {
 	if (btf) {
 		out[0] = s->progs.sched_switch_btf;
@@ -803,12 +851,14 @@ static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
 		out[2] = s->progs.sched_wakeup_new_btf;
 		out[3] = s->progs.sched_migrate_task_btf;
 		out[4] = s->progs.sched_process_exit_btf;
+		out[5] = s->progs.task_rename_btf;
 	} else {
 		out[0] = s->progs.sched_switch_raw;
 		out[1] = s->progs.sched_wakeup_raw;
 		out[2] = s->progs.sched_wakeup_new_raw;
 		out[3] = s->progs.sched_migrate_task_raw;
 		out[4] = s->progs.sched_process_exit_raw;
+		out[5] = s->progs.task_rename_raw;
 	}
 	return out;
 }
@@ -817,7 +867,7 @@ static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
 static int load(struct sched_state *st, bool btf)
 {
 	const struct sched_cfg *c = st->cfg;
-	struct bpf_program *use[5], *skip[5];
+	struct bpf_program *use[NPROG], *skip[NPROG];
 	struct sched_bpf *s;
 	int err;
 
@@ -826,7 +876,7 @@ static int load(struct sched_state *st, bool btf)
 		return -errno ? -errno : -ENOMEM;
 	progs_of(s, btf, use);
 	progs_of(s, !btf, skip);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < NPROG; i++) {
 		bpf_program__set_autoload(use[i], true);
 		bpf_program__set_autoload(skip[i], false);
 	}
@@ -931,7 +981,7 @@ static int sched_attach(void *state)
 	struct sched_state *st = state;
 	const struct sched_cfg *c = st->cfg;
 	const struct nt_host *h = st->host;
-	struct bpf_program *use[5];
+	struct bpf_program *use[NPROG];
 	bool want_btf;
 	int err;
 
@@ -954,7 +1004,7 @@ static int sched_attach(void *state)
 		return err;
 	}
 	progs_of(st->skel, st->btf, use);
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < NPROG; i++) {
 		st->links[i] = bpf_program__attach(use[i]);
 		if (!st->links[i]) {
 			err = -errno ? -errno : -EINVAL;
@@ -982,7 +1032,7 @@ static int sched_attach(void *state)
 		goto fail;
 	}
 	st->start_ns = mono_ns();
-	h->log(st->inst, NT_LOG_INFO, "attached (%s) to sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task, sched_process_exit",
+	h->log(st->inst, NT_LOG_INFO, "attached (%s) to sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task, sched_process_exit, task_rename",
 	       st->btf ? "tp_btf" : "raw_tp");
 	return 0;
 fail:
@@ -1024,7 +1074,7 @@ static void sched_detach(void *state)
 
 	ring_buffer__free(st->rb);
 	st->rb = NULL;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < NPROG; i++) {
 		bpf_link__destroy(st->links[i]);
 		st->links[i] = NULL;
 	}

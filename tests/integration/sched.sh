@@ -155,10 +155,12 @@ EOF
 out=$T/threads.jsonl
 write_conf "$out" ""
 cat >"$T/threads.py" <<'EOF'
-import os, sys, threading, time
+import ctypes, os, sys, threading, time
 tids = {}
 def work():
     tids["worker"] = threading.get_native_id()
+    # prctl(PR_SET_NAME): the probe must follow the rename (task_rename)
+    ctypes.CDLL(None).prctl(15, b"nt-worker", 0, 0, 0)
     while time.thread_time() < 0.5:
         pass
 t = threading.Thread(target=work)
@@ -182,5 +184,16 @@ print("pid %d: worker %d on-CPU %.3f s; main %d off-CPU %.3f s, on-CPU %.3f s"
 assert w_on >= 0.45e9, "worker on-CPU %.3f s < 0.45 s" % (w_on / 1e9)
 assert m_off >= 0.9e9, "main off-CPU %.3f s < 0.9 s" % (m_off / 1e9)
 assert m_on < w_on, "main thread shows more CPU than the worker"
+wev = [e for e in ev if e["type"] == "sched.thread" and e["tid"] == worker]
+assert wev[-1]["exited"] and wev[-1]["comm"] == "nt-worker", \
+    "worker's final event: comm %r exited %r, want nt-worker, true" % (wev[-1]["comm"], wev[-1]["exited"])
+series = {e["labels"]["comm"] for e in ev if e["type"] == "metric"
+          and e["name"] == "ntcore_sched_oncpu_seconds_total" and e["labels"]["tid"] == str(worker)}
+assert "nt-worker" in series, "no on-CPU series with comm=nt-worker for the worker: %s" % series
+last = [e for e in ev if e["type"] == "metric" and e["name"] == "ntcore_sched_oncpu_seconds_total"
+        and e["labels"]["tid"] == str(worker)][-1]
+assert last["labels"]["comm"] == "nt-worker" and abs(last["value"] - w_on / 1e9) < 0.01, \
+    "worker's last on-CPU series %s, want comm nt-worker and %.3f s" % (last, w_on / 1e9)
+print("worker renamed itself: events and metric series follow (comm nt-worker, %.3f s)" % last["value"])
 EOF
 echo "PASS sched"

@@ -1,0 +1,170 @@
+#!/bin/bash
+# bench/sched.sh [--smoke] [BUILD_ROOT]
+#
+# Cost of the sched probe on a context-switch-heavy workload, measured side
+# by side in one run (modes interleaved, median of the repetitions):
+#   base         bench/sched/pingpong alone: two processes pinned to one CPU
+#                handing a byte back and forth (2 context switches a round)
+#   ntcore       ntcore -c agg.conf -- pingpong   (targets only; default
+#                aggregation in BPF maps, no per-switch events)
+#   ntcore-host  ntcore host-wide in the background, pingpong beside it
+#   ntcore-sw    ntcore with switch_events = true: one sched.switch event per
+#                switch through the bus into the file sink writing /dev/null
+#   bpftrace     bpftrace counting sched_switch per prev_pid (host-wide):
+#                tracepoint:sched:sched_switch { @[args->prev_pid] = count(); }
+# and prints each mode's run time over base, the added ns per switch, and the
+# sched.switch events per second the bus delivered (from the daemon's
+# summary, sched.0 "events in", over the timed loop).
+#
+# --smoke: one short repetition (< 30 s); CI runs only this.
+set -euo pipefail
+
+SMOKE=0
+B=
+for a in "$@"; do
+	case $a in
+	--smoke) SMOKE=1 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+	*) B=$a ;;
+	esac
+done
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=${B:-${NTCORE_BUILD_ROOT:-$ROOT/build}}
+NTCORE=$B/core/ntcore
+fail() { echo "bench/sched: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || fail "must run as root"
+[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (pass the build root)"
+[ -f "$B/plugins/sched/sched.so" ] || fail "no $B/plugins/sched/sched.so"
+command -v cc >/dev/null || fail "needs a C compiler (cc)"
+export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+
+if [ "$SMOKE" -eq 1 ]; then
+	ROUNDS=50000 REPS=2
+else
+	ROUNDS=200000 REPS=5
+fi
+HAVE_BPFTRACE=1
+command -v bpftrace >/dev/null || HAVE_BPFTRACE=0
+
+T=$(mktemp -d /tmp/ntcore-bench-sched.XXXXXX)
+BG=
+cleanup() {
+	[ -n "$BG" ] && kill -INT "$BG" 2>/dev/null && wait "$BG" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+cc -O2 -Wall -o "$T/pingpong" "$ROOT/bench/sched/pingpong.c"
+# Classic tracepoints (bpftrace) need tracefs; ntcore mounts it too.
+if [ ! -d /sys/kernel/tracing/events ]; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+		echo "bench/sched: warning: cannot mount tracefs; bpftrace may fail" >&2
+fi
+
+# The file sink writes to /dev/null: never rotate (max_size_mb = 0).
+conf() { # NAME "sched keys"
+	cat >"$T/$1.conf" <<EOF
+ntcore = { log_level = "warn"; };
+plugins = (
+  { plugin = "sched"; required = true; $2 },
+  { plugin = "file"; path = "/dev/null"; max_size_mb = 0; metrics = true; interval = 1; }
+);
+EOF
+}
+conf agg ""
+conf sw "switch_events = true; ringbuf_kb = 4096;"
+
+secs() { sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+
+wait_for() { # FILE PATTERN: up to 20 s
+	for _ in $(seq 200); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+run_mode() { # MODE REP -> appends "MODE seconds [events]" to $T/results
+	local m=$1 r=$2 log=$T/$1.$2
+	case $m in
+	base)
+		"$T/pingpong" -n "$ROUNDS" >"$log.out"
+		;;
+	ntcore)
+		"$NTCORE" -c "$T/agg.conf" -- "$T/pingpong" -n "$ROUNDS" >"$log.out" 2>"$log.err" ||
+			fail "ntcore failed: $(cat "$log.err")"
+		;;
+	ntcore-sw)
+		"$NTCORE" -c "$T/sw.conf" -- "$T/pingpong" -n "$ROUNDS" >"$log.out" 2>"$log.err" ||
+			fail "ntcore (switch_events) failed: $(cat "$log.err")"
+		;;
+	ntcore-host)
+		"$NTCORE" -v -c "$T/agg.conf" -d 120 >"$log.bg" 2>&1 &
+		BG=$!
+		wait_for "$log.bg" "attached" || fail "host-wide ntcore did not attach: $(cat "$log.bg")"
+		sleep 0.3
+		"$T/pingpong" -n "$ROUNDS" >"$log.out"
+		kill -INT "$BG"
+		wait "$BG" || fail "host-wide ntcore failed: $(cat "$log.bg")"
+		BG=
+		;;
+	bpftrace)
+		bpftrace -e 'tracepoint:sched:sched_switch { @[args->prev_pid] = count(); }' \
+			>"$log.bg" 2>&1 &
+		BG=$!
+		wait_for "$log.bg" "Attaching" || fail "bpftrace did not attach: $(cat "$log.bg")"
+		sleep 0.5
+		"$T/pingpong" -n "$ROUNDS" >"$log.out"
+		kill -INT "$BG"
+		wait "$BG" || true
+		BG=
+		;;
+	esac
+	local s
+	s=$(secs "$log.out")
+	[ -n "$s" ] || fail "$m: no timing from pingpong"
+	local ev=""
+	if [ "$m" = ntcore-sw ]; then
+		# summary line: "  sched.0   probe  STATE  EVENTS_IN  EVENTS_OUT  DROPPED"
+		ev=$(awk '$1 == "sched.0" { print $4, $6 }' "$log.err" | tail -1)
+		[ -n "$ev" ] || fail "no sched.0 line in the summary: $(cat "$log.err")"
+	fi
+	echo "$m $s $ev" >>"$T/results"
+}
+
+MODES="base ntcore ntcore-host ntcore-sw"
+[ "$HAVE_BPFTRACE" -eq 1 ] && MODES="$MODES bpftrace"
+echo "bench/sched: pingpong $ROUNDS rounds (2 switches each, pinned to CPU 0), $REPS repetition(s), modes: $MODES"
+[ "$HAVE_BPFTRACE" -eq 1 ] || echo "bench/sched: bpftrace not installed: no peer column" >&2
+for r in $(seq "$REPS"); do
+	for m in $MODES; do
+		run_mode "$m" "$r"
+	done
+done
+
+python3 - "$T/results" "$ROUNDS" "$MODES" <<'EOF'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+rounds = int(sys.argv[2])
+modes = sys.argv[3].split()
+med = {m: statistics.median(float(r[1]) for r in rows if r[0] == m) for m in modes}
+base = med["base"]
+sw = 2 * rounds
+print("%-12s %10s %10s %12s %14s" % ("mode", "seconds", "vs base", "ns/switch+", "switches/s"))
+for m in modes:
+    s = med[m]
+    print("%-12s %10.4f %9.2fx %12.0f %14.0f"
+          % (m, s, s / base, (s - base) * 1e9 / sw, sw / s))
+ev = [r for r in rows if r[0] == "ntcore-sw" and len(r) >= 4]
+if ev:
+    n = statistics.median(int(r[2]) for r in ev)
+    drops = max(int(r[3]) for r in ev)
+    print("sched.switch events through the bus: %d per run, %.0f events/s over the "
+          "timed loop (%.2f per switch), dropped %d"
+          % (n, n / med["ntcore-sw"], n / sw, drops))
+if "bpftrace" in med:
+    print("ratio ntcore / bpftrace run time: %.2f (ntcore aggregating per thread in BPF, "
+          "bpftrace counting per prev_pid)" % (med["ntcore"] / med["bpftrace"]))
+    print("ratio ntcore-host / bpftrace run time: %.2f (both host-wide)"
+          % (med["ntcore-host"] / med["bpftrace"]))
+EOF
