@@ -638,34 +638,59 @@ int fn_return(struct pt_regs *ctx)
 /* Library discovery                                                   */
 /* ------------------------------------------------------------------ */
 
-static __always_inline bool path_matches(struct nt_cuda_raw_path *p,
-					 bool *is_so)
+#define NAME_LEN 64
+
+struct base_ctx {
+	struct nt_cuda_raw_path *p;
+	char *name;
+	__u32 base;
+};
+
+static int find_base_cb(__u32 i, void *arg)
 {
-	__u32 base = 0, end = 0;
+	struct base_ctx *b = arg;
+	char c = b->p->path[i & (NT_CUDA_PATH_MAX - 1)];
 
-	for (__u32 i = 0; i < NT_CUDA_PATH_MAX; i++) {
-		char c = p->path[i];
+	if (!c)
+		return 1;
+	if (c == '/')
+		b->base = i + 1;
+	return 0;
+}
 
-		if (!c) {
-			end = i;
+static int copy_base_cb(__u32 i, void *arg)
+{
+	struct base_ctx *b = arg;
+	char c = b->p->path[(b->base + i) & (NT_CUDA_PATH_MAX - 1)];
+
+	b->name[i & (NAME_LEN - 1)] = c;
+	return c ? 0 : 1;
+}
+
+/* Basename of p->path into name[] (NUL-terminated, truncated); bpf_loop
+ * keeps the verifier from walking every path length. */
+static __always_inline void path_base(struct nt_cuda_raw_path *p, char *name)
+{
+	struct base_ctx b = { .p = p, .name = name, .base = 0 };
+
+	bpf_loop(NT_CUDA_PATH_MAX, find_base_cb, &b, 0);
+	bpf_loop(NAME_LEN, copy_base_cb, &b, 0);
+	name[NAME_LEN - 1] = 0;
+}
+
+static __always_inline bool name_is_so(const char *name)
+{
+	for (__u32 i = 0; i + 2 < NAME_LEN; i++) {
+		if (!name[i])
 			break;
-		}
-		if (c == '/')
-			base = i + 1;
+		if (name[i] == '.' && name[i + 1] == 's' && name[i + 2] == 'o')
+			return true;
 	}
-	*is_so = false;
-	for (__u32 i = 0; i + 2 < NT_CUDA_PATH_MAX; i++) {
-		__u32 j = (base + i) & (NT_CUDA_PATH_MAX - 1);
+	return false;
+}
 
-		if (base + i + 2 >= end)
-			break;
-		if (p->path[j] == '.' &&
-		    p->path[(j + 1) & (NT_CUDA_PATH_MAX - 1)] == 's' &&
-		    p->path[(j + 2) & (NT_CUDA_PATH_MAX - 1)] == 'o') {
-			*is_so = true;
-			break;
-		}
-	}
+static __always_inline bool name_matches(const char *name)
+{
 	for (__u32 n = 0; n < NT_CUDA_LIB_PFX_MAX; n++) {
 		bool ok = true;
 
@@ -676,7 +701,7 @@ static __always_inline bool path_matches(struct nt_cuda_raw_path *p,
 
 			if (!want)
 				break;
-			if (p->path[(base + i) & (NT_CUDA_PATH_MAX - 1)] != want) {
+			if (name[i] != want) {
 				ok = false;
 				break;
 			}
@@ -693,7 +718,8 @@ int on_openat_enter(struct trace_event_raw_sys_enter *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, zero = 0;
 	struct nt_cuda_raw_path *p;
-	bool is_so, match;
+	char name[NAME_LEN];
+	bool match;
 
 	if (!n_lib_pfx || !nt_target_ok(id >> 32))
 		return 0;
@@ -703,8 +729,9 @@ int on_openat_enter(struct trace_event_raw_sys_enter *ctx)
 	if (bpf_probe_read_user_str(p->path, sizeof(p->path),
 				    (void *)ctx->args[1]) <= 0)
 		return 0;
-	match = path_matches(p, &is_so);
-	if (!match && !(watch_so && is_so))
+	path_base(p, name);
+	match = name_matches(name);
+	if (!match && !(watch_so && name_is_so(name)))
 		return 0;
 	fill_hdr(&p->hdr, NT_CUDA_RAW_OPEN, id);
 	p->hdr.size = sizeof(*p);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,9 @@
 #include "cuda_lib.h"
 
 enum { TOK_RING = 1, TOK_TICK = 2 };
+
+/* Gauges of an exited process are removed this many ticks later. */
+#define DEAD_TICKS 2
 
 /* ------------------------------------------------------------------ */
 /* Config                                                              */
@@ -321,8 +325,11 @@ struct lib {
 	char *path;
 	int kind; /* enum nt_cuda_libkind, or -1: checked, nothing to probe */
 	bool is_static;
-	struct bpf_link **links;
+	struct bpf_link **links;  /* one per probe (perf-event uprobes) */
 	size_t nlinks, caplinks;
+	int mfds[8];              /* uprobe_multi links, one per program */
+	size_t nmfds;
+	size_t nprobes;
 };
 
 struct fn_entry {
@@ -365,9 +372,11 @@ struct cuda {
 	struct fcount *fc;
 	size_t nfc, capfc;
 	int layer_launch; /* bit 1: runtime, bit 2: driver */
+	bool multi;       /* kernel has uprobe_multi links (6.6+) */
 	bool attached;
 	uint64_t drops_reported;
 	uint64_t probes;
+	uint32_t tick;
 	struct nt_cuda_rec rec[2];
 	char pidbuf[16];
 };
@@ -563,26 +572,114 @@ static int lib_add_link(struct lib *l, struct bpf_link *link)
 	return 0;
 }
 
-static int attach_one(struct cuda *c, struct lib *l, struct bpf_program *prog,
-		      bool ret, uint64_t off, uint64_t cookie, const char *sym)
+/* Probes of one program in one file, attached together. */
+struct batch {
+	struct bpf_program *prog;
+	bool ret;
+	size_t n;
+	uint64_t offs[NT_CUDA_API_COUNT + NT_CUDA_FN_MAX];
+	uint64_t cookies[NT_CUDA_API_COUNT + NT_CUDA_FN_MAX];
+	const char *names[NT_CUDA_API_COUNT + NT_CUDA_FN_MAX];
+};
+
+static void batch_add(struct batch *b, uint64_t off, uint64_t cookie,
+		      const char *name)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
-	struct bpf_link *link;
+	if (b->n >= NT_ARRAY_LEN(b->offs))
+		return;
+	b->offs[b->n] = off;
+	b->cookies[b->n] = cookie;
+	b->names[b->n] = name;
+	b->n++;
+}
 
-	link = bpf_program__attach_uprobe_opts(prog, -1, l->path, off, &o);
-	if (!link) {
-		int err = -errno;
+/*
+ * BPF_LINK_CREATE for BPF_TRACE_UPROBE_MULTI (kernel 6.6+), by hand: the
+ * libbpf of Debian 12 (1.1) predates it. Field offsets are those of union
+ * bpf_attr's link_create.uprobe_multi in the kernel UAPI.
+ */
+#define NT_BPF_LINK_CREATE 28
+#define NT_BPF_TRACE_UPROBE_MULTI 48
+#define NT_BPF_F_UPROBE_MULTI_RETURN 1u
 
-		c->host->log(c->inst, NT_LOG_WARN, "%s: cannot attach %s%s: %s",
-			     l->path, sym, ret ? " (return)" : "", strerror(-err));
-		return err;
+struct nt_uprobe_multi_attr {
+	uint32_t prog_fd;
+	uint32_t target_fd;
+	uint32_t attach_type;
+	uint32_t flags;
+	uint64_t path;
+	uint64_t offsets;
+	uint64_t ref_ctr_offsets;
+	uint64_t cookies;
+	uint32_t cnt;
+	uint32_t um_flags;
+	uint32_t pid;
+	uint32_t pad_;
+	uint8_t rest_[64]; /* zero: the rest of union bpf_attr */
+};
+
+static int uprobe_multi_link(int prog_fd, const char *path, bool ret,
+			     const uint64_t *offs, const uint64_t *cookies,
+			     size_t n)
+{
+	struct nt_uprobe_multi_attr a;
+	long fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)prog_fd;
+	a.attach_type = NT_BPF_TRACE_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offs;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = (uint32_t)n;
+	a.um_flags = ret ? NT_BPF_F_UPROBE_MULTI_RETURN : 0;
+	fd = syscall(__NR_bpf, NT_BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int batch_attach(struct cuda *c, struct lib *l, struct batch *b)
+{
+	int attached = 0;
+
+	if (!b->n)
+		return 0;
+	if (c->multi && l->nmfds < NT_ARRAY_LEN(l->mfds)) {
+		int fd = uprobe_multi_link(bpf_program__fd(b->prog), l->path,
+					   b->ret, b->offs, b->cookies, b->n);
+
+		if (fd >= 0) {
+			l->mfds[l->nmfds++] = fd;
+			l->nprobes += b->n;
+			c->probes += b->n;
+			return (int)b->n;
+		}
+		c->host->log(c->inst, NT_LOG_WARN, "%s: cannot attach %zu %s probes: %s",
+			     l->path, b->n, bpf_program__name(b->prog), strerror(-fd));
+		return fd;
 	}
-	if (lib_add_link(l, link)) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
+	for (size_t i = 0; i < b->n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = b->cookies[i],
+			    .retprobe = b->ret);
+		struct bpf_link *link;
+
+		link = bpf_program__attach_uprobe_opts(b->prog, -1, l->path,
+						       b->offs[i], &o);
+		if (!link) {
+			c->host->log(c->inst, NT_LOG_WARN,
+				     "%s: cannot attach %s%s: %s", l->path,
+				     b->names[i], b->ret ? " (return)" : "",
+				     strerror(errno));
+			continue;
+		}
+		if (lib_add_link(l, link)) {
+			bpf_link__destroy(link);
+			continue;
+		}
+		l->nprobes++;
+		c->probes++;
+		attached++;
 	}
-	c->probes++;
-	return 0;
+	return attached;
 }
 
 static bool launch_layer_on(struct cuda *c, int layer)
@@ -712,55 +809,67 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 	}
 	l->kind = kind > 0 ? kind : NT_CUDA_LIB_NONE;
 	l->is_static = kind == NT_CUDA_LIB_RUNTIME && !nt_cuda_name_is_runtime(path);
-	before = l->nlinks;
+	before = l->nprobes;
+	{
+		static struct batch bt[8]; /* loop thread only: not re-entered */
+		struct bpf_program *progs[8] = {
+			c->skel->progs.call_enter, c->skel->progs.call_return,
+			c->skel->progs.launch_rt, c->skel->progs.launch_rt_ex,
+			c->skel->progs.launch_drv, c->skel->progs.launch_drv_ex,
+			c->skel->progs.fn_enter, c->skel->progs.fn_return,
+		};
 
-	for (unsigned api = 1; kind > 0 && api < NT_CUDA_API_COUNT; api++) {
-		const struct nt_cuda_sym *s = &syms[api];
-		int layer = nt_cuda_api_layer(api), fam = nt_cuda_api_family(api);
-		struct bpf_program *prog = NULL;
+		for (int i = 0; i < 8; i++) {
+			bt[i].prog = progs[i];
+			bt[i].ret = i == 1 || i == 7;
+			bt[i].n = 0;
+		}
+		for (unsigned api = 1; kind > 0 && api < NT_CUDA_API_COUNT; api++) {
+			const struct nt_cuda_sym *sy = &syms[api];
+			int layer = nt_cuda_api_layer(api);
+			int fam = nt_cuda_api_family(api);
 
-		if (!s->offset)
-			continue;
-		if ((layer == NT_CUDA_LAYER_RUNTIME) != (kind == NT_CUDA_LIB_RUNTIME))
-			continue;
-		if (s->insn == NT_CUDA_INSN_OTHER)
-			c->host->log(c->inst, NT_LOG_DEBUG,
-				     "%s: %s starts with an instruction the kernel single-steps (slower probe)",
-				     path, s->name);
-		if (fam == NT_CUDA_FAM_LAUNCH) {
+			if (!sy->offset)
+				continue;
+			if ((layer == NT_CUDA_LAYER_RUNTIME) != (kind == NT_CUDA_LIB_RUNTIME))
+				continue;
+			if (sy->insn == NT_CUDA_INSN_OTHER)
+				c->host->log(c->inst, NT_LOG_DEBUG,
+					     "%s: %s starts with an instruction the kernel single-steps (slower probe)",
+					     path, sy->name);
+			if (fam != NT_CUDA_FAM_LAUNCH) {
+				batch_add(&bt[0], sy->offset, api, sy->name);
+				batch_add(&bt[1], sy->offset, api, sy->name);
+				continue;
+			}
 			if (!launch_layer_on(c, layer))
 				continue;
 			switch (api) {
 			case NT_CUDA_API_cudaLaunchKernelExC:
 			case NT_CUDA_API_cudaLaunchKernelExC_ptsz:
-				prog = c->skel->progs.launch_rt_ex;
+				batch_add(&bt[3], sy->offset, api, sy->name);
 				break;
 			case NT_CUDA_API_cuLaunchKernelEx:
 			case NT_CUDA_API_cuLaunchKernelEx_ptsz:
-				prog = c->skel->progs.launch_drv_ex;
+				batch_add(&bt[5], sy->offset, api, sy->name);
 				break;
 			default:
-				prog = layer == NT_CUDA_LAYER_RUNTIME
-					       ? c->skel->progs.launch_rt
-					       : c->skel->progs.launch_drv;
+				batch_add(layer == NT_CUDA_LAYER_RUNTIME ? &bt[2] : &bt[4],
+					  sy->offset, api, sy->name);
 			}
-			attach_one(c, l, prog, false, s->offset, api, s->name);
-			continue;
 		}
-		if (attach_one(c, l, c->skel->progs.call_enter, false, s->offset,
-			       api, s->name) == 0)
-			attach_one(c, l, c->skel->progs.call_return, true,
-				   s->offset, api, s->name);
-	}
-	for (size_t i = 0; i < c->nfns; i++) {
-		const struct nt_cuda_sym *s = &syms[NT_CUDA_API_COUNT + i];
+		for (size_t i = 0; i < c->nfns; i++) {
+			const struct nt_cuda_sym *sy = &syms[NT_CUDA_API_COUNT + i];
 
-		if (!s->offset)
-			continue;
-		if (attach_one(c, l, c->skel->progs.fn_enter, false, s->offset,
-			       NT_CUDA_FN_BASE + i, s->name) == 0)
-			attach_one(c, l, c->skel->progs.fn_return, true,
-				   s->offset, NT_CUDA_FN_BASE + i, s->name);
+			if (!sy->offset)
+				continue;
+			batch_add(&bt[6], sy->offset, NT_CUDA_FN_BASE + i, sy->name);
+			batch_add(&bt[7], sy->offset, NT_CUDA_FN_BASE + i, sy->name);
+		}
+		/* return probes first: an entry never lacks its return */
+		for (int i = 7; i >= 0; i--)
+			if (batch_attach(c, l, &bt[i]) < 0)
+				err = -EIO;
 	}
 	free(syms);
 	c->host->log(c->inst, NT_LOG_INFO, "%s: %s, %zu probes attached",
@@ -769,8 +878,8 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 			     ? (l->is_static ? "CUDA runtime (static)" : "CUDA runtime")
 		     : l->kind == NT_CUDA_LIB_DRIVER ? "CUDA driver"
 						     : "function table",
-		     l->nlinks - before);
-	publish_library(c, l, pid, err, l->nlinks - before);
+		     l->nprobes - before);
+	publish_library(c, l, pid, err, l->nprobes - before);
 	return 0;
 }
 
@@ -1141,16 +1250,11 @@ static void proc_gone(struct cuda *c, uint32_t pid)
 	for (size_t i = 0; i < ntop; i++)
 		free((char *)top[i].name);
 	free(top);
-	/* The process's gauges go; its counters stay. */
+	/* Its gauges go DEAD_TICKS ticks later (so every export sees their
+	 * final value once), its counters stay. */
 	if (p) {
-		for (size_t i = 0; i < p->noutst; i++) {
-			char dev[12];
-
-			snprintf(dev, sizeof(dev), "%d", p->outst[i].device);
-			const char *lv[] = { pid_s(c, pid), dev,
-					     mem_kind_label(p->outst[i].kind) };
-			c->host->metric_remove(c->m[M_DEVBYTES], lv);
-		}
+		p->dead = true;
+		p->dead_tick = c->tick;
 	}
 	/* BPF entries of the process */
 	{
@@ -1171,7 +1275,29 @@ static void proc_gone(struct cuda *c, uint32_t pid)
 			prev = &key;
 		}
 	}
-	nt_cuda_proc_drop(&c->st, pid);
+}
+
+/* Forget processes that exited DEAD_TICKS ticks ago. */
+static void reap_dead(struct cuda *c, bool all)
+{
+	for (size_t i = 0; i < c->st.capprocs; i++) {
+		struct nt_cuda_proc *p = c->st.procs[i];
+		uint32_t pid;
+
+		if (!p || !p->dead || (!all && c->tick - p->dead_tick < DEAD_TICKS))
+			continue;
+		pid = p->pid;
+		for (size_t k = 0; k < p->noutst; k++) {
+			char dev[12];
+
+			snprintf(dev, sizeof(dev), "%d", p->outst[k].device);
+			const char *lv[] = { pid_s(c, pid), dev,
+					     mem_kind_label(p->outst[k].kind) };
+			c->host->metric_remove(c->m[M_DEVBYTES], lv);
+		}
+		nt_cuda_proc_drop(&c->st, pid);
+		i = (size_t)-1; /* the table moved: start over */
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -1302,15 +1428,29 @@ static void set_lib_prefixes(struct cuda *c)
 	s->rodata->n_lib_pfx = n;
 }
 
-static int cuda_attach(void *state)
+static void cuda_set_multi(struct cuda_bpf *s, bool on)
 {
-	struct cuda *c = state;
+	struct bpf_program *progs[] = {
+		s->progs.call_enter, s->progs.call_return, s->progs.launch_rt,
+		s->progs.launch_rt_ex, s->progs.launch_drv, s->progs.launch_drv_ex,
+		s->progs.fn_enter, s->progs.fn_return,
+	};
+
+	if (!on)
+		return;
+	for (size_t i = 0; i < NT_ARRAY_LEN(progs); i++)
+		bpf_program__set_expected_attach_type(
+			progs[i], (enum bpf_attach_type)NT_BPF_TRACE_UPROBE_MULTI);
+}
+
+/* Open the BPF object and set everything that must be set before load. */
+static int reopen(struct cuda *c, struct cuda_bpf **out)
+{
 	const struct cuda_cfg *cfg = c->cfg;
 	struct cuda_bpf *s;
-	uint32_t pids[1024];
-	size_t npids;
 	int err;
 
+	*out = NULL;
 	s = cuda_bpf__open();
 	if (!s) {
 		err = -errno;
@@ -1331,11 +1471,44 @@ static int cuda_attach(void *state)
 	err = nt_bpf_use_targets(c->host, c->inst, s->maps.nt_targets,
 				 &s->rodata->nt_filter_on);
 	if (err)
-		goto fail;
+		return err;
 	/* watch_so only makes sense (and costs little) with a target set */
 	if (!s->rodata->nt_filter_on)
 		s->rodata->watch_so = false;
+	*out = s;
+	return 0;
+}
+
+static int cuda_attach(void *state)
+{
+	struct cuda *c = state;
+	const struct cuda_cfg *cfg = c->cfg;
+	struct cuda_bpf *s;
+	uint32_t pids[1024];
+	size_t npids;
+	int err;
+
+	err = reopen(c, &s);
+	if (err)
+		goto fail;
+	/* uprobe_multi links (one per program and file) attach and, above
+	 * all, detach far faster than one perf event per probe; kernels
+	 * before 6.6 refuse the attach type, and then perf events are used. */
+	c->multi = true;
+	cuda_set_multi(s, true);
 	err = cuda_bpf__load(s);
+	if (err) {
+		c->host->log(c->inst, NT_LOG_INFO,
+			     "uprobe_multi links unavailable (%s); one perf event per probe",
+			     strerror(-err));
+		cuda_bpf__destroy(s);
+		c->skel = s = NULL;
+		c->multi = false;
+		err = reopen(c, &s);
+		if (err)
+			goto fail;
+		err = cuda_bpf__load(s);
+	}
 	if (err) {
 		c->host->log(c->inst, NT_LOG_ERROR,
 			     "cannot load the BPF programs: %s (run as root, or with CAP_BPF and CAP_PERFMON)",
@@ -1412,6 +1585,8 @@ static int cuda_poll(void *state, uint32_t token, uint32_t budget)
 		if (n < 0)
 			return n;
 	} else if (token == TOK_TICK) {
+		c->tick++;
+		reap_dead(c, false);
 		ring_buffer__consume(c->rb);
 		sync_launches(c, 0, NULL, NULL);
 		sync_fns(c, 0);
@@ -1459,6 +1634,8 @@ static void cuda_detach(void *state)
 	for (size_t i = 0; i < c->nlibs; i++) {
 		for (size_t k = 0; k < c->libs[i].nlinks; k++)
 			bpf_link__destroy(c->libs[i].links[k]);
+		for (size_t k = 0; k < c->libs[i].nmfds; k++)
+			close(c->libs[i].mfds[k]);
 		free(c->libs[i].links);
 		free(c->libs[i].path);
 	}

@@ -93,6 +93,8 @@ struct nt_cuda_proc {
 	struct nt_cuda_smap kparent;  /* driver: CUfunction -> CUkernel (as "0x..") */
 	struct nt_cuda_totals tot;
 	uint64_t device_bytes_now;    /* all devices, on-device kinds */
+	bool dead;                    /* exited: kept a few ticks for exports */
+	uint32_t dead_tick;
 };
 
 struct nt_cuda_state {

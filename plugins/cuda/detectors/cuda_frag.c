@@ -89,7 +89,11 @@ struct fr_proc {
 	struct frag_trend trend;
 	struct frag_stats last;
 	bool dirty, alerted, have_stats;
+	/* does the allocator put new blocks into freed address space? */
+	uint64_t fills;  /* allocations that reused freed addresses */
+	uint64_t skips;  /* allocations that fit the largest hole but went elsewhere */
 	uint64_t last_alert_ns;
+	uint64_t stats_ns; /* when `last` was computed */
 	uint64_t failed;
 };
 
@@ -142,6 +146,7 @@ static void fr_compute(struct fr *f, struct fr_proc *p)
 	if (n < 0)
 		return;
 	frag_compute_used(v, (size_t)n, &p->used, &p->last);
+	p->stats_ns = mono_now_ns();
 	p->have_stats = true;
 	p->dirty = false;
 	free(v);
@@ -242,6 +247,8 @@ static void fr_alert(struct fr *f, struct fr_proc *p, uint32_t sev,
 	sb_printf(&ev, "{\"kind\":\"%s\",\"pid\":%u,\"device\":%d,",
 		  failed ? "failed_allocation" : "score", p->pid, p->dev);
 	json_stats(&ev, &p->last);
+	sb_printf(&ev, ",\"address_reuse\":{\"into_holes\":%" PRIu64
+		       ",\"past_fitting_holes\":%" PRIu64 "}", p->fills, p->skips);
 	sb_printf(&ev, ",\"trend\":{\"slope_per_s\":%.3f,\"forecast\":%.1f,"
 		       "\"horizon_s\":%.0f,\"direction\":\"%s\",\"samples\":%u}",
 		  fc.slope_per_s, fc.forecast, fc.horizon_s, fc.direction,
@@ -308,6 +315,14 @@ static void fr_metrics(struct fr *f, const struct fr_proc *p, bool remove)
 	}
 }
 
+/* An allocator that leaves fitting holes unused and takes fresh addresses
+ * instead (a virtual-memory allocator: cudaMalloc mapping pages, the
+ * fixture's bump allocator) loses no memory to its holes: no score alert. */
+static bool fr_holes_unused(const struct fr_proc *p)
+{
+	return p->skips >= 3 && p->skips > p->fills;
+}
+
 static void fr_tick(struct fr *f)
 {
 	uint64_t now = mono_now_ns();
@@ -327,7 +342,7 @@ static void fr_tick(struct fr *f)
 			p->alerted = false; /* hysteresis: a new episode */
 		if (s->score >= f->cfg->threshold &&
 		    s->free_bytes >= (uint64_t)f->cfg->min_free_bytes &&
-		    s->holes >= (uint64_t)f->cfg->min_holes &&
+		    s->holes >= (uint64_t)f->cfg->min_holes && !fr_holes_unused(p) &&
 		    (!p->alerted || now - p->last_alert_ns >= realert) &&
 		    !(p->alerted && realert == 0))
 			fr_alert(f, p, NT_SEV_WARNING, NULL);
@@ -390,6 +405,19 @@ static void fr_consume(void *state, const struct nt_event_hdr *ev,
 			if (!p)
 				return;
 			idx = tl_alloc(&p->tl, e.ptr, e.size, e.ts, a.stack);
+			if (frag_used_overlaps(&p->used, e.ptr, e.ptr + e.size)) {
+				p->fills++;
+			} else {
+				/* fresh addresses: was there a hole it fit? (stats
+				 * refreshed at most every 20 ms) */
+				uint64_t now = mono_now_ns();
+
+				if (p->dirty && now - p->stats_ns >= 20000000ULL)
+					fr_compute(f, p);
+				if (p->have_stats && p->last.holes &&
+				    e.size <= p->last.largest_hole)
+					p->skips++;
+			}
 			frag_used_add(&p->used, e.ptr, e.ptr + e.size);
 			amap_set_aux(&f->tr.map, e.pid, e.ptr, idx);
 			p->dirty = true;

@@ -96,6 +96,13 @@ int frag_used_add(struct frag_used *u, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
+bool frag_used_overlaps(const struct frag_used *u, uint64_t lo, uint64_t hi)
+{
+	size_t i = used_find(u, lo + 1); /* first range with hi > lo */
+
+	return hi > lo && i < u->n && u->lo[i] < hi;
+}
+
 static void add_hole(struct frag_stats *s, uint64_t at, uint64_t h)
 {
 	unsigned k = bucket_of(h);

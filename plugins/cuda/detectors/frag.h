@@ -17,6 +17,7 @@
 #ifndef CUDA_DET_FRAG_H
 #define CUDA_DET_FRAG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,9 @@ struct frag_used {
 void frag_used_init(struct frag_used *u);
 void frag_used_fini(struct frag_used *u);
 int frag_used_add(struct frag_used *u, uint64_t lo, uint64_t hi);
+/* Does [lo, hi) overlap an ever-used range (an allocation reusing freed
+ * address space)? */
+bool frag_used_overlaps(const struct frag_used *u, uint64_t lo, uint64_t hi);
 /* frag_compute restricted to ever-used ranges (u may be NULL). */
 void frag_compute_used(const struct amap_entry *v, size_t n,
 		       const struct frag_used *u, struct frag_stats *s);

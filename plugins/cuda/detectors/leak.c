@@ -87,9 +87,12 @@ bool leak_check(struct leak_est *e, struct leak_reading *r)
 	if (r->n < e->cfg.windows || r->p < e->cfg.threshold ||
 	    r->growth < e->cfg.min_growth)
 		return false;
-	if (e->alerted && r->hw < e->alerted_hw + e->cfg.min_growth)
+	if (e->alerted && (r->hw < 2 * e->alerted_hw ||
+			   r->hw < e->alerted_hw + e->cfg.min_growth ||
+			   e->closed - e->alerted_at < e->cfg.windows))
 		return false;
 	e->alerted = true;
 	e->alerted_hw = r->hw;
+	e->alerted_at = e->closed;
 	return true;
 }

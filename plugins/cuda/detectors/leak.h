@@ -43,6 +43,7 @@ struct leak_est {
 	uint64_t hw_before_ring;  /* high-water before the oldest window kept */
 	uint64_t closed;          /* windows closed in all */
 	uint64_t alerted_hw;      /* high-water when the last alert fired */
+	uint64_t alerted_at;      /* `closed` when it fired */
 	bool alerted;
 };
 
@@ -59,8 +60,10 @@ void leak_init(struct leak_est *e, const struct leak_cfg *cfg);
  * ended before now. Returns the number of windows closed. */
 uint32_t leak_sample(struct leak_est *e, uint64_t now_ns, uint64_t live);
 void leak_read(const struct leak_est *e, struct leak_reading *r);
-/* True when an alert is due now (once per min_growth of new high-water);
- * marks it as fired. */
+/* True when an alert is due now; marks it as fired. After an alert the
+ * next one needs the high-water mark to have doubled (and at least
+ * min_growth more) and n more windows: one alert per leak, then one per
+ * doubling, not one per window. */
 bool leak_check(struct leak_est *e, struct leak_reading *r);
 
 #endif
