@@ -62,6 +62,7 @@ mapfile -t PLUGINS < <("$NT" --list-plugins | awk '/^  [a-z]/ && $1 != "NAME" {p
 		prometheus_metricgen) extra='series = 200; families = 6; kind = "mixed"; label_prefix = "q\"uo\\te\n";' ;;
 		file) extra="path = \"$T/events.jsonl\"; metrics = true;" ;;
 		stdout) extra="interval = 60;" ;;
+		grpc) extra="shutdown_grace_ms = 0; timeout_ms = 500;" ;; # no collector here
 		*) extra="" ;;
 		esac
 		printf '%s  { plugin = "%s"; %s }' "$sep" "$p" "$extra"
