@@ -998,6 +998,14 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 		proc_path(pid, path, full, sizeof(full));
 		probe_file(c, full, pid);
 	}
+	/* While the target is held: have the core read its memory map now, so
+	 * its kernels and stacks can be named even if it exits before its
+	 * records are read (the symbolizer keeps the map it read). */
+	if (p->stopped) {
+		struct nt_symbol sym;
+
+		c->host->symbolize(c->inst, pid, 1, &sym);
+	}
 	if (p->stopped && kill((pid_t)pid, SIGCONT) != 0)
 		c->host->log(c->inst, NT_LOG_WARN, "cannot continue pid %u: %s",
 			     pid, strerror(errno));
