@@ -176,6 +176,14 @@ grep -q "cannot listen on 127.0.0.1:$BUSY: address already in use" "$T/busy.log"
 	{ cat "$T/busy.log" >&2; fail "port in use: no message naming 127.0.0.1:$BUSY"; }
 echo "ok 4a - a port in use stops ntcore (exit 1) naming 127.0.0.1:$BUSY (${SECONDS}s)"
 
+printf 'plugins = (\n  { plugin = "prometheus"; listen = "::1:9478"; }\n);\n' >"$T/bad.conf"
+rc=0
+timeout 20 "$NT" -c "$T/bad.conf" -d 2 >"$T/bad.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || { cat "$T/bad.log" >&2; fail "bad listen: exit $rc, want 2"; }
+grep -q "bad.conf:2: .*listen: \"::1:9478\": an IPv6 address needs brackets" "$T/bad.log" ||
+	{ cat "$T/bad.log" >&2; fail "bad listen: no FILE:LINE message"; }
+echo "ok 4b - a malformed listen is a config error (exit 2, FILE:LINE) (${SECONDS}s)"
+
 if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1",0))' 2>/dev/null; then
 	cat >"$T/v6.conf" <<EOF
 plugins = ( { plugin = "prometheus"; listen = "[::1]:0"; required = true; } );
@@ -185,9 +193,9 @@ EOF
 	$PT get "http://[::1]:$PORT/metrics" --out "$T/v6.txt"
 	grep -q '^ntcore_build_info' "$T/v6.txt" || fail "IPv6 scrape lacks ntcore_build_info"
 	stop_nt "$T/v6.log"
-	echo "ok 4b - serves on [::1]"
+	echo "ok 4c - serves on [::1]"
 else
-	echo "ok 4b - # this host has no IPv6 loopback; [::1] not exercised (unit test covers it where ::1 exists)"
+	echo "ok 4c - # this host has no IPv6 loopback; [::1] not exercised (unit test covers it where ::1 exists)"
 fi
 # ---------------------------------------------------------------- 5 ---
 # SIGHUP rebuilds the instances: the sink lets go of its port and binds it
