@@ -23,6 +23,10 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 const volatile __u32 switch_type = 0;   /* sched.switch type id */
 const volatile bool switch_events = false;
 const volatile bool hist_global = false; /* one histogram, key 0 */
+/* Wake the reader once this much switch-event data waits; smaller batches
+ * are read by the interval tick. A wake-up per record costs more than the
+ * rest of the program. */
+const volatile __u64 wake_bytes = 16384;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -181,7 +185,8 @@ static __always_inline int on_switch(bool btf, bool preempt,
 	ev->prev_state = pok ? state : task_state(btf, prev);
 	ev->preempt = preempt;
 	__builtin_memset(ev->pad, 0, sizeof(ev->pad));
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes
+				       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

@@ -883,6 +883,7 @@ static int load(struct sched_state *st, bool btf)
 	s->rodata->switch_type = (__u32)st->t_switch;
 	s->rodata->switch_events = c->switch_events;
 	s->rodata->hist_global = !strcmp(c->runq_hist, "global");
+	s->rodata->wake_bytes = (__u64)c->ringbuf_kb * 1024 / 16;
 	bpf_map__set_max_entries(s->maps.threads, (__u32)c->max_threads);
 	bpf_map__set_max_entries(s->maps.hists, (__u32)c->max_processes + 1);
 	bpf_map__set_max_entries(s->maps.events, (__u32)c->ringbuf_kb * 1024);
