@@ -22,7 +22,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +223,9 @@ struct otlp_encoder {
 	uint64_t now_ns;
 	uint32_t n_points;
 	bool oom;
+	/* serialized resource and scope fields, made on first use */
+	uint8_t *envelope;
+	size_t res_len, scope_len;
 };
 
 static KeyValue *res_kv(struct otlp_encoder *enc, const char *key,
@@ -316,6 +318,7 @@ void otlp_encoder_free(struct otlp_encoder *enc)
 	otlp_arena_free(&enc->arena);
 	otlp_arena_free(&enc->res_arena);
 	free(enc->metrics);
+	free(enc->envelope);
 	free(enc);
 }
 
@@ -372,25 +375,30 @@ static void set_string(struct otlp_arena *a, AnyValue *v, const char *s,
 		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE__NOT_SET;
 }
 
-static void set_printf(struct otlp_arena *a, AnyValue *v, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void set_printf(struct otlp_arena *a, AnyValue *v, const char *fmt, ...)
+/* A string value copied from a buffer known to be valid UTF-8. */
+static void set_const(struct otlp_arena *a, AnyValue *v, const char *s, size_t len)
 {
-	char buf[64];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		n = 0;
-	if ((size_t)n >= sizeof(buf))
-		n = sizeof(buf) - 1;
 	v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-	v->string_value = otlp_strdup(a, buf, (size_t)n);
+	v->string_value = otlp_strdup(a, s, len);
 	if (!v->string_value)
 		v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE__NOT_SET;
+}
+
+/* A string value pointing at static ASCII data. */
+static void set_static(AnyValue *v, const char *s)
+{
+	v->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+	v->string_value = (char *)s;
+}
+
+/* Decimal digits of x written backwards ending at `end`; returns the start. */
+static char *fmt_u32(char *end, uint32_t x)
+{
+	do {
+		*--end = (char)('0' + x % 10);
+		x /= 10;
+	} while (x);
+	return end;
 }
 
 static void set_int(AnyValue *v, int64_t x)
@@ -462,9 +470,16 @@ static bool field_value(struct otlp_arena *a, const struct nt_event_hdr *ev,
 		return true;
 	case NT_F_HEX64: {
 		uint64_t x;
+		char buf[19], *q = buf + sizeof(buf);
 
 		memcpy(&x, p, sizeof(x));
-		set_printf(a, v, "0x%" PRIx64, x);
+		do {
+			*--q = "0123456789abcdef"[x & 0xf];
+			x >>= 4;
+		} while (x);
+		*--q = 'x';
+		*--q = '0';
+		set_const(a, v, q, (size_t)(buf + sizeof(buf) - q));
 		return true;
 	}
 	case NT_F_STR:
@@ -494,9 +509,13 @@ static bool field_value(struct otlp_arena *a, const struct nt_event_hdr *ev,
 	}
 	case NT_F_DEVT: {
 		uint32_t x;
+		char buf[24], *q = buf + sizeof(buf);
 
 		memcpy(&x, p, sizeof(x));
-		set_printf(a, v, "%u:%u", x >> 20, x & 0xfffffu);
+		q = fmt_u32(q, x & 0xfffffu);
+		*--q = ':';
+		q = fmt_u32(q, x >> 20);
+		set_const(a, v, q, (size_t)(buf + sizeof(buf) - q));
 		return true;
 	}
 	case NT_F_ERRNO: {
@@ -505,14 +524,21 @@ static bool field_value(struct otlp_arena *a, const struct nt_event_hdr *ev,
 
 		memcpy(&x, p, sizeof(x));
 		if (x == 0) {
-			set_printf(a, v, "0");
+			set_static(v, "0");
 			return true;
 		}
+		/* glibc's static table: no copy needed */
 		name = strerrorname_np(x < 0 ? -x : x);
-		if (name)
-			set_printf(a, v, "%s", name);
-		else
-			set_printf(a, v, "%d", x);
+		if (name) {
+			set_static(v, name);
+		} else {
+			char buf[16], *q = buf + sizeof(buf);
+
+			q = fmt_u32(q, x < 0 ? (uint32_t)-(int64_t)x : (uint32_t)x);
+			if (x < 0)
+				*--q = '-';
+			set_const(a, v, q, (size_t)(buf + sizeof(buf) - q));
+		}
 		return true;
 	}
 	default: {
@@ -655,45 +681,115 @@ static Resource *make_resource(struct otlp_encoder *enc)
 	return r;
 }
 
+/*
+ * The three envelope levels (ExportLogsServiceRequest.resource_logs = 1,
+ * ResourceLogs.resource = 1 / scope_logs = 2, ScopeLogs.scope = 1 /
+ * log_records = 2) are written here as tag + length, around the resource
+ * and scope serialized once and each LogRecord serialized by protobuf-c.
+ * Packing the whole tree with protobuf-c instead recomputes the size of
+ * every nested message once per level above it (its pack asks each
+ * submessage for its size first): the envelope by hand halves the encoding
+ * cost of a batch. The bytes are the same; the unit test decodes them with
+ * protobuf-c.
+ */
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/* tag byte of a length-delimited field 1..15 */
+#define LEN_TAG(field) ((uint8_t)(((field) << 3) | 2))
+
+static int envelope_prepare(struct otlp_encoder *enc)
+{
+	static const Resource res_init = OPENTELEMETRY__PROTO__RESOURCE__V1__RESOURCE__INIT;
+	Resource r = res_init;
+	size_t rs, ss;
+
+	if (enc->envelope)
+		return 0;
+	r.n_attributes = enc->n_res_attrs;
+	r.attributes = enc->res_attrs;
+	rs = opentelemetry__proto__resource__v1__resource__get_packed_size(&r);
+	ss = opentelemetry__proto__common__v1__instrumentation_scope__get_packed_size(&enc->scope);
+	/* resource field, then the scope field that opens each ScopeLogs */
+	enc->res_len = 1 + varint_len(rs) + rs;
+	enc->scope_len = 1 + varint_len(ss) + ss;
+	enc->envelope = malloc(enc->res_len + enc->scope_len);
+	if (!enc->envelope)
+		return -ENOMEM;
+	uint8_t *p = enc->envelope;
+
+	*p++ = LEN_TAG(1);
+	p = put_varint(p, rs);
+	p += opentelemetry__proto__resource__v1__resource__pack(&r, p);
+	*p++ = LEN_TAG(1);
+	p = put_varint(p, ss);
+	opentelemetry__proto__common__v1__instrumentation_scope__pack(&enc->scope, p);
+	return 0;
+}
+
 uint8_t *otlp_encode_logs(struct otlp_encoder *enc,
 			  const struct gq_entry *const *entries, uint32_t n,
 			  size_t *len)
 {
-	static const LogsReq req_init =
-		OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_SERVICE_REQUEST__INIT;
-	static const ResourceLogs rl_init = OPENTELEMETRY__PROTO__LOGS__V1__RESOURCE_LOGS__INIT;
-	static const ScopeLogs sl_init = OPENTELEMETRY__PROTO__LOGS__V1__SCOPE_LOGS__INIT;
 	struct otlp_arena *a = &enc->arena;
-	LogsReq req = req_init;
-	ResourceLogs rl = rl_init, *rlp = &rl;
-	ScopeLogs sl = sl_init, *slp = &sl;
 	LogRecord **recs;
-	uint8_t *buf = NULL;
-	size_t size;
+	size_t *sizes;
+	uint8_t *buf = NULL, *p;
+	size_t sl_body, rl_body, total;
 
+	if (envelope_prepare(enc) < 0)
+		return NULL;
 	otlp_arena_reset(a);
 	recs = otlp_alloc(a, (n ? n : 1) * sizeof(*recs));
-	rl.resource = make_resource(enc);
-	if (!recs || !rl.resource)
+	sizes = otlp_alloc(a, (n ? n : 1) * sizeof(*sizes));
+	if (!recs || !sizes)
 		goto out;
+	sl_body = enc->scope_len;
 	for (uint32_t i = 0; i < n; i++) {
 		recs[i] = log_record(a, entries[i]);
 		if (!recs[i])
 			goto out;
+		sizes[i] = opentelemetry__proto__logs__v1__log_record__get_packed_size(recs[i]);
+		sl_body += 1 + varint_len(sizes[i]) + sizes[i];
 	}
-	sl.scope = &enc->scope;
-	sl.n_log_records = n;
-	sl.log_records = recs;
-	rl.n_scope_logs = 1;
-	rl.scope_logs = &slp;
-	req.n_resource_logs = 1;
-	req.resource_logs = &rlp;
-
-	size = opentelemetry__proto__collector__logs__v1__export_logs_service_request__get_packed_size(&req);
-	buf = malloc(size ? size : 1);
+	rl_body = enc->res_len + 1 + varint_len(sl_body) + sl_body;
+	total = 1 + varint_len(rl_body) + rl_body;
+	buf = malloc(total);
 	if (!buf)
 		goto out;
-	*len = opentelemetry__proto__collector__logs__v1__export_logs_service_request__pack(&req, buf);
+	p = buf;
+	*p++ = LEN_TAG(1); /* ExportLogsServiceRequest.resource_logs */
+	p = put_varint(p, rl_body);
+	memcpy(p, enc->envelope, enc->res_len); /* ResourceLogs.resource */
+	p += enc->res_len;
+	*p++ = LEN_TAG(2); /* ResourceLogs.scope_logs */
+	p = put_varint(p, sl_body);
+	memcpy(p, enc->envelope + enc->res_len, enc->scope_len); /* ScopeLogs.scope */
+	p += enc->scope_len;
+	for (uint32_t i = 0; i < n; i++) {
+		*p++ = LEN_TAG(2); /* ScopeLogs.log_records */
+		p = put_varint(p, sizes[i]);
+		p += opentelemetry__proto__logs__v1__log_record__pack(recs[i], p);
+	}
+	*len = (size_t)(p - buf);
 out:
 	otlp_arena_reset(a);
 	return buf;

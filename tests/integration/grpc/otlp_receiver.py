@@ -11,7 +11,7 @@ values.
 
   otlp_receiver.py --proto DIR --port-file F [--port N] [--out FILE]
                    [--tls-cert C --tls-key K] [--fail-code N] [--reject N]
-                   [--count-only]
+                   [--count-only] [--count-file F]
 
 --port 0 picks a free port; the port is written to --port-file once serving.
 --fail-code N answers every logs export with gRPC status N.
@@ -23,6 +23,7 @@ SIGTERM/SIGINT: stop accepting, let calls in flight finish (grace 5 s), exit 0.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,10 +40,15 @@ def load_classes(proto_dir):
     protos = sorted(p for p in os.listdir(proto_dir) if p.endswith(".proto"))
     subprocess.run(["protoc", "--python_out=" + out, "--proto_path=" + proto_dir]
                    + [os.path.join(proto_dir, p) for p in protos], check=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run(["protoc", "--python_out=" + out, "--proto_path=" + here,
+                    os.path.join(here, "otlp_shallow.proto")], check=True)
     sys.path.insert(0, out)
     import otlp_logs_service_pb2 as logs_svc  # noqa: E402
     import otlp_metrics_service_pb2 as metrics_svc  # noqa: E402
-    return logs_svc, metrics_svc
+    import otlp_shallow_pb2 as shallow  # noqa: E402
+    shutil.rmtree(out, ignore_errors=True)  # modules are loaded
+    return logs_svc, metrics_svc, shallow
 
 
 def any_value(v):
@@ -182,15 +188,19 @@ def main():
     ap.add_argument("--reject", type=int, default=0)
     ap.add_argument("--count-only", action="store_true")
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--count-file", help="rewrite the record count here every 50 ms")
     args = ap.parse_args()
 
-    logs_svc, metrics_svc = load_classes(args.proto)
+    logs_svc, metrics_svc, shallow = load_classes(args.proto)
     rx = Receiver(args, logs_svc, metrics_svc)
+    # --count-only parses down to the records and counts them (benchmark);
+    # otherwise every field is decoded and recorded
+    logs_req = (shallow if args.count_only else logs_svc).ExportLogsServiceRequest
     logs_handler = grpc.method_handlers_generic_handler(
         "opentelemetry.proto.collector.logs.v1.LogsService",
         {"Export": grpc.unary_unary_rpc_method_handler(
             rx.export_logs,
-            request_deserializer=logs_svc.ExportLogsServiceRequest.FromString,
+            request_deserializer=logs_req.FromString,
             response_serializer=logs_svc.ExportLogsServiceResponse.SerializeToString)})
     metrics_handler = grpc.method_handlers_generic_handler(
         "opentelemetry.proto.collector.metrics.v1.MetricsService",
@@ -222,6 +232,15 @@ def main():
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
+    if args.count_file:
+        def counter():
+            while not done.wait(0.05):
+                with rx.lock:
+                    n = rx.records
+                with open(args.count_file + ".tmp", "w") as f:
+                    f.write("%d\n" % n)
+                os.rename(args.count_file + ".tmp", args.count_file)
+        threading.Thread(target=counter, daemon=True).start()
     done.wait()
     server.stop(grace=5).wait()
     if args.count_only and args.out:
