@@ -971,6 +971,10 @@ static void scan_all_pids(struct cuda *c)
 /* Ring buffer                                                         */
 /* ------------------------------------------------------------------ */
 
+static void sync_launches(struct cuda *c, uint32_t only_pid,
+			  struct nt_cuda_kcount **top, size_t *ntop);
+static void forget_launch_keys(struct cuda *c, uint32_t pid);
+
 static void mark_exe_known(struct cuda *c, const struct nt_cuda_raw_path *p)
 {
 	struct { uint64_t ino; uint32_t dev, pad; } key = { p->ino, p->dev, 0 };
@@ -988,6 +992,13 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 	memcpy(path, p->path, NT_CUDA_PATH_MAX);
 	path[NT_CUDA_PATH_MAX] = '\0';
 	if (p->hdr.type == NT_CUDA_RAW_EXEC) {
+		/* A new image: what we knew of the old one (blocks, kernel
+		 * names, launch counters) no longer applies. */
+		if (nt_cuda_proc_find(&c->st, pid)) {
+			sync_launches(c, pid, NULL, NULL);
+			forget_launch_keys(c, pid);
+			nt_cuda_proc_drop(&c->st, pid);
+		}
 		snprintf(full, sizeof(full), "/proc/%u/exe", pid);
 		if (probe_file(c, full, pid) < 0) {
 			proc_path(pid, path, full, sizeof(full));
@@ -1001,7 +1012,7 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 	/* While the target is held: have the core read its memory map now, so
 	 * its kernels and stacks can be named even if it exits before its
 	 * records are read (the symbolizer keeps the map it read). */
-	if (p->stopped) {
+	if (p->stopped && p->hdr.type == NT_CUDA_RAW_OPEN) {
 		struct nt_symbol sym;
 
 		c->host->symbolize(c->inst, pid, 1, &sym);
@@ -1216,6 +1227,27 @@ static int cmp_kcount(const void *a, const void *b)
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
 }
 
+/* Delete a process's launch counters from the BPF map (and our copy). */
+static void forget_launch_keys(struct cuda *c, uint32_t pid)
+{
+	int fd = bpf_map__fd(c->skel->maps.launches);
+	struct nt_cuda_launch_key key, next;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		if (key.tgid == pid) {
+			struct lcount *lc = lc_get(c, &key);
+
+			bpf_map_delete_elem(fd, &key);
+			if (lc)
+				lc->count = 0;
+			continue; /* restart from the same prev */
+		}
+		prev = &key;
+	}
+}
+
 /* A traced process exited: final counts, report, forget it. */
 static void proc_gone(struct cuda *c, uint32_t pid)
 {
@@ -1264,25 +1296,7 @@ static void proc_gone(struct cuda *c, uint32_t pid)
 		p->dead = true;
 		p->dead_tick = c->tick;
 	}
-	/* BPF entries of the process */
-	{
-		int fd = bpf_map__fd(c->skel->maps.launches);
-		struct nt_cuda_launch_key key, next;
-		void *prev = NULL;
-
-		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-			key = next;
-			if (key.tgid == pid) {
-				struct lcount *lc = lc_get(c, &key);
-
-				bpf_map_delete_elem(fd, &key);
-				if (lc)
-					lc->count = 0;
-				continue; /* restart from the same prev */
-			}
-			prev = &key;
-		}
-	}
+	forget_launch_keys(c, pid);
 }
 
 /* Forget processes that exited DEAD_TICKS ticks ago. */
