@@ -45,7 +45,7 @@ export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 if [ "$SMOKE" -eq 1 ]; then
 	ROUNDS=30000 REPS=1
 else
-	ROUNDS=200000 REPS=5
+	ROUNDS=100000 REPS=5
 fi
 HAVE_BPFTRACE=1
 command -v bpftrace >/dev/null || HAVE_BPFTRACE=0

@@ -105,8 +105,12 @@ for e in ev:
     if e["type"] == "metric":
         key = (e["name"], tuple(sorted(e.get("labels", {}).items())))
         last[key] = e
+# The series carries the thread's current name; one under its name before
+# exec ("sh") may have been written before it moved.
+comm = exits[0]["comm"]
 oncpu_m = [v for (n, l), v in last.items()
-           if n == "ntcore_sched_oncpu_seconds_total" and dict(l).get("pid") == str(pid)]
+           if n == "ntcore_sched_oncpu_seconds_total" and dict(l).get("pid") == str(pid)
+           and dict(l).get("comm") == comm]
 assert oncpu_m, "no ntcore_sched_oncpu_seconds_total{pid=\"%d\"} line" % pid
 m = sum(v["value"] for v in oncpu_m)
 assert abs(m - on / 1e9) < 0.01, "metric %.3f s != events %.3f s" % (m, on / 1e9)
