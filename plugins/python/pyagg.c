@@ -526,6 +526,11 @@ size_t py_agg_report(const struct py_agg *a, uint32_t pid, size_t top,
 	return at;
 }
 
+uint32_t py_agg_n_frames(const struct py_agg *a)
+{
+	return a->n_frames;
+}
+
 void py_agg_forget(struct py_agg *a, uint32_t pid)
 {
 	for (uint32_t i = 0; i < a->n_stacks; i++) {

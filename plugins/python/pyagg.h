@@ -83,6 +83,9 @@ struct py_func_row {
 size_t py_agg_top(const struct py_agg *a, uint32_t pid, size_t top,
 		  struct py_func_row *rows, uint64_t *all);
 
+/* Distinct frames interned so far (a bound on the functions of a pid). */
+uint32_t py_agg_n_frames(const struct py_agg *a);
+
 /* The per-function table as text (for the python.report event). */
 size_t py_agg_report(const struct py_agg *a, uint32_t pid, size_t top,
 		     char *buf, size_t len);

@@ -505,14 +505,28 @@ int py_read_code(pid_t pid, const struct py_layout *l, uint64_t addr,
 bool py_code_same(pid_t pid, const struct py_layout *l, uint64_t addr,
 		  const struct py_code *c)
 {
-	uint64_t name = 0, file = 0;
+	/* co_filename, co_name[, co_qualname] are adjacent in every version:
+	 * one read */
+	uint64_t v[3] = { 0, 0, 0 }, name;
+	uint16_t lo = l->code_filename;
+	size_t n = l->code_qualname != PY_NO_OFF ? 3 : 2;
 
-	if (l->code_qualname != PY_NO_OFF)
-		py_read_u64(pid, addr + l->code_qualname, &name);
-	if (!name)
-		py_read_u64(pid, addr + l->code_name, &name);
-	py_read_u64(pid, addr + l->code_filename, &file);
-	return name == c->name_ptr && file == c->filename_ptr;
+	if (l->code_name != lo + 8 ||
+	    (n == 3 && l->code_qualname != lo + 16)) {
+		uint64_t file = 0;
+
+		name = 0;
+		if (l->code_qualname != PY_NO_OFF)
+			py_read_u64(pid, addr + l->code_qualname, &name);
+		if (!name)
+			py_read_u64(pid, addr + l->code_name, &name);
+		py_read_u64(pid, addr + l->code_filename, &file);
+		return name == c->name_ptr && file == c->filename_ptr;
+	}
+	if (py_read(pid, addr + lo, v, n * 8))
+		return false;
+	name = n == 3 && v[2] ? v[2] : v[1];
+	return name == c->name_ptr && v[0] == c->filename_ptr;
 }
 
 int py_resolve_layout(pid_t pid, const struct py_found *f,
@@ -649,4 +663,66 @@ int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 			break;
 	}
 	return 0;
+}
+
+int py_threads(pid_t pid, const struct py_layout *l, uint64_t runtime,
+	       uint32_t *tids, uint64_t *tstates, size_t max)
+{
+	uint64_t interp = 0, ts = 0, id = 0;
+	size_t n = 0;
+	int ret;
+
+	if (l->tid_is_pthread)
+		return -ENOTSUP;
+	if ((ret = py_read_u64(pid, runtime + l->runtime_interp_head, &interp)))
+		return ret;
+	if (!interp || (ret = py_read_u64(pid, interp + l->interp_threads_head, &ts)))
+		return ret;
+	for (int i = 0; ts && i < PY_MAX_TSTATES && n < max; i++) {
+		if (py_read_u64(pid, ts + l->ts_thread_id, &id))
+			break;
+		tids[n] = (uint32_t)id;
+		tstates[n++] = ts;
+		if (py_read_u64(pid, ts + l->ts_next, &ts))
+			break;
+	}
+	return (int)n;
+}
+
+int py_walk(pid_t pid, const struct py_layout *l, uint64_t tstate,
+	    struct py_frame *out, int max)
+{
+	uint64_t frame = 0;
+	int n = 0;
+
+	if (py_read_u64(pid, tstate + l->ts_frame, &frame))
+		return 0;
+	if (frame && l->cframe_current != PY_NO_OFF &&
+	    py_read_u64(pid, frame + l->cframe_current, &frame))
+		return 0;
+	for (int i = 0; frame && i < 2 * PY_MAX_FRAMES && n < max; i++) {
+		uint64_t code = 0, prev = 0, instr = 0;
+		uint8_t owner = 0;
+
+		if (py_read_u64(pid, frame + l->frame_code, &code) ||
+		    py_read_u64(pid, frame + l->frame_previous, &prev))
+			break;
+		if (l->minor == 10) {
+			uint32_t lasti = 0;
+
+			py_read(pid, frame + l->frame_instr, &lasti, sizeof(lasti));
+			instr = lasti;
+		} else {
+			py_read_u64(pid, frame + l->frame_instr, &instr);
+		}
+		if (l->frame_owner != PY_NO_OFF)
+			py_read(pid, frame + l->frame_owner, &owner, 1);
+		if (code && !(l->minor >= 12 && owner == 3)) {
+			out[n].code = code;
+			out[n].instr = instr;
+			n++;
+		}
+		frame = prev;
+	}
+	return n;
 }

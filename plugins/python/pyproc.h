@@ -109,4 +109,16 @@ int py_resolve_layout(pid_t pid, const struct py_found *f,
 int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 	      uint64_t *code_type, char *err, size_t errlen);
 
+/*
+ * The thread states of the first interpreter: up to max (native tid,
+ * thread state) pairs. 3.10 has no native thread id: returns -ENOTSUP.
+ */
+int py_threads(pid_t pid, const struct py_layout *l, uint64_t runtime,
+	       uint32_t *tids, uint64_t *tstates, size_t max);
+
+/* Walk a thread's Python frames from user space, innermost first, like
+ * the BPF walker (code object, instruction pointer); returns the count. */
+int py_walk(pid_t pid, const struct py_layout *l, uint64_t tstate,
+	    struct py_frame *out, int max);
+
 #endif

@@ -87,9 +87,13 @@ struct py_scratch {
 	__u8 fbuf[PY_FRAME_BUF + 8];
 };
 
+/* One scratch record per context that can nest on a CPU: the perf-timer
+ * sampler interrupts uprobes and task context, so each has its own. */
+enum { SCR_PERF = 0, SCR_SWITCH = 1, SCR_TASK = 2, SCR_N };
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCR_N);
 	__type(key, __u32);
 	__type(value, struct py_scratch);
 } py_scratch SEC(".maps");
@@ -134,6 +138,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct py_call_stack);
 } py_callstk_init SEC(".maps");
+
+/* An index into a fixed array, masked where the verifier sees it (the
+ * compiler would otherwise drop a mask it can prove redundant). */
+static __always_inline __u32 slot(__u32 i, __u32 mask)
+{
+	barrier_var(i);
+	return i & mask;
+}
 
 static __always_inline void stat_inc(__u32 which)
 {
@@ -248,13 +260,14 @@ struct fr_walk {
 	struct py_bpf_offsets o;
 	__u64 frame;
 	__u32 n, limit, rsz, flags;
+	__u32 scr;
 };
 
 static long fr_walk_cb(__u32 i, void *vctx)
 {
 	struct fr_walk *w = vctx;
-	__u32 zero = 0;
-	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	__u32 scr = w->scr;
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &scr);
 	__u64 code, prev, instr;
 
 	if (!sc || !w->frame)
@@ -278,8 +291,8 @@ static long fr_walk_cb(__u32 i, void *vctx)
 		return 0; /* C-stack shim frame */
 	if (!code)
 		return 0;
-	sc->s.frames[w->n & (PY_MAX_FRAMES - 1)].code = code;
-	sc->s.frames[w->n & (PY_MAX_FRAMES - 1)].instr = instr;
+	sc->s.frames[slot(w->n, PY_MAX_FRAMES - 1)].code = code;
+	sc->s.frames[slot(w->n, PY_MAX_FRAMES - 1)].instr = instr;
 	w->n++;
 	return 0;
 }
@@ -289,10 +302,11 @@ static long fr_walk_cb(__u32 i, void *vctx)
  * Returns the number of frames; sets flags.
  */
 static __always_inline int walk_stack(const struct py_proc *pp, __u64 tstate,
-				      __u32 *flags)
+				      __u32 *flags, __u32 scr)
 {
 	struct fr_walk w = {};
 
+	w.scr = scr;
 	w.o = pp->off;
 	w.limit = max_frames < PY_MAX_FRAMES ? max_frames : PY_MAX_FRAMES;
 	w.rsz = w.o.frame_read;
@@ -315,10 +329,10 @@ static __always_inline int walk_stack(const struct py_proc *pp, __u64 tstate,
 
 /* Walk the current thread and send a record of `kind`. */
 static __always_inline int sample_current(void *ctx, const struct py_proc *pp,
-					  __u32 kind, __u64 aux, __u64 tstate)
+					  __u32 kind, __u64 aux, __u64 tstate,
+					  __u32 scr)
 {
-	__u32 zero = 0;
-	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &zero);
+	struct py_scratch *sc = bpf_map_lookup_elem(&py_scratch, &scr);
 	__u64 size;
 	int n;
 
@@ -326,7 +340,7 @@ static __always_inline int sample_current(void *ctx, const struct py_proc *pp,
 
 	if (!sc)
 		return 0;
-	n = walk_stack(pp, tstate, &flags);
+	n = walk_stack(pp, tstate, &flags, scr);
 	sc->s.flags = flags;
 	if (flags & PY_F_READERR)
 		stat_inc(PY_STAT_READERR);
@@ -387,7 +401,7 @@ int py_sample(struct bpf_perf_event_data *ctx)
 		stat_inc(PY_STAT_NOTSTATE);
 		return 0;
 	}
-	if (sample_current(ctx, pp, PY_REC_CPU, 0, ts) > 0)
+	if (sample_current(ctx, pp, PY_REC_CPU, 0, ts, SCR_PERF) > 0)
 		stat_inc(PY_STAT_CPU);
 	return 0;
 }
@@ -413,7 +427,7 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
 		if (!oc || now - oc->walk_ns >= period_ns) {
 			ts = find_tstate(pp, tid, now);
-			if (ts && sample_current(ctx, pp, PY_REC_IDLE, 0, ts) > 0) {
+			if (ts && sample_current(ctx, pp, PY_REC_IDLE, 0, ts, SCR_SWITCH) > 0) {
 				struct py_offcpu v = { .out_ns = now, .walk_ns = now };
 
 				stat_inc(PY_STAT_IDLE);
@@ -500,48 +514,40 @@ int BPF_KPROBE(py_exc)
 	}
 	if (tb)
 		return 0; /* propagating through an outer frame */
-	if (sample_current(ctx, pp, PY_REC_EXC, type, ts) > 0)
+	if (sample_current(ctx, pp, PY_REC_EXC, type, ts, SCR_TASK) > 0)
 		stat_inc(PY_STAT_EXC);
 	return 0;
 }
 
 /* ---- call tracing (USDT) ---- */
 
+/* Code object of the current thread's innermost frame, 0 if unknown. */
+static __always_inline __u64 current_code(__u32 pid, __u32 tid)
+{
+	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &pid);
+	__u64 ts, frame = 0, code = 0;
+
+	if (!pp)
+		return 0;
+	ts = find_tstate(pp, tid, bpf_ktime_get_ns());
+	if (!ts || rd64(ts + pp->off.ts_frame, &frame) || !frame)
+		return 0;
+	if (pp->off.cframe_current != PY_NO_OFF &&
+	    (rd64(frame + pp->off.cframe_current, &frame) || !frame))
+		return 0;
+	rd64(frame + pp->off.frame_code, &code);
+	return code;
+}
+
 SEC("usdt")
 int BPF_USDT(py_func_entry, void *file, void *func, int line)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id, zero = 0;
-	struct py_call_key key = {};
-	struct py_call_stats *st, nst = { .calls = 1 };
 	struct py_call_stack *cs;
 
 	if (!nt_target_ok(pid))
 		return 0;
-	key.pid = pid;
-	key.line = line;
-	key.func = (__u64)func;
-	key.file = (__u64)file;
-	stat_inc(PY_STAT_CALLS);
-	st = bpf_map_lookup_elem(&py_calls, &key);
-	if (st) {
-		__sync_fetch_and_add(&st->calls, 1);
-	} else if (bpf_map_update_elem(&py_calls, &key, &nst, BPF_NOEXIST) == 0) {
-		struct py_func_rec *r = nt_reserve(&py_events, sizeof(*r));
-
-		if (r) {
-			nt_hdr_current(&r->hdr, PY_REC_FUNC, sizeof(*r));
-			r->key = key;
-			bpf_probe_read_user_str(r->func, sizeof(r->func), func);
-			bpf_probe_read_user_str(r->file, sizeof(r->file), file);
-			bpf_ringbuf_submit(r, 0);
-		}
-	} else {
-		st = bpf_map_lookup_elem(&py_calls, &key);
-		if (st)
-			__sync_fetch_and_add(&st->calls, 1);
-	}
-
 	cs = bpf_map_lookup_elem(&py_callstk, &tid);
 	if (!cs) {
 		struct py_call_stack *init = bpf_map_lookup_elem(&py_callstk_init, &zero);
@@ -555,9 +561,10 @@ int BPF_USDT(py_func_entry, void *file, void *func, int line)
 			return 0;
 	}
 	if (cs->depth < PY_CALL_DEPTH) {
-		struct py_call_frame *f = &cs->f[cs->depth & (PY_CALL_DEPTH - 1)];
+		struct py_call_frame *f = &cs->f[slot(cs->depth, PY_CALL_DEPTH - 1)];
 
-		f->key = key;
+		f->func = (__u64)func;
+		f->file = (__u64)file;
 		f->start_ns = bpf_ktime_get_ns();
 		f->child_ns = 0;
 	} else {
@@ -573,20 +580,44 @@ int BPF_USDT(py_func_return, void *file, void *func, int line)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
+	struct py_call_key key = {};
+	struct py_call_stats *st, nst = { .calls = 1 };
 	struct py_call_stack *cs;
+	__u32 pops = 0;
 	__u64 now;
 
 	if (!nt_target_ok(pid))
 		return 0;
+	stat_inc(PY_STAT_CALLS);
+	key.pid = pid;
+	key.code = current_code(pid, tid);
+	key.func = (__u64)func;
+	key.file = (__u64)file;
+	st = bpf_map_lookup_elem(&py_calls, &key);
+	if (st) {
+		__sync_fetch_and_add(&st->calls, 1);
+	} else if (bpf_map_update_elem(&py_calls, &key, &nst, BPF_NOEXIST) == 0) {
+		struct py_func_rec *r = nt_reserve(&py_events, sizeof(*r));
+
+		if (r) {
+			nt_hdr_current(&r->hdr, PY_REC_FUNC, sizeof(*r));
+			r->key = key;
+			r->line = line;
+			bpf_probe_read_user_str(r->func, sizeof(r->func), func);
+			bpf_probe_read_user_str(r->file, sizeof(r->file), file);
+			bpf_ringbuf_submit(r, 0);
+		}
+	} else if ((st = bpf_map_lookup_elem(&py_calls, &key))) {
+		__sync_fetch_and_add(&st->calls, 1);
+	}
+
 	cs = bpf_map_lookup_elem(&py_callstk, &tid);
 	if (!cs || cs->depth == 0)
-		return 0; /* entered before we attached */
+		return 0; /* no entry seen (gh-98894) or entered before attach */
 	now = bpf_ktime_get_ns();
-	/* Find the returning function among the top 8 frames: frames above it
-	 * were left by an exception without a return marker and end here too.
-	 * A return we have no entry for (entered before attach) is ignored. */
-	__u32 pops = 0;
-
+	/* Find the returning function among the top 8 timed frames: frames
+	 * above it were left by an exception (no return marker) and end here
+	 * too. A return without a matching entry times nothing. */
 	for (int i = 0; i < 8; i++) {
 		__u32 d;
 		struct py_call_frame *f;
@@ -598,8 +629,8 @@ int BPF_USDT(py_func_return, void *file, void *func, int line)
 			pops = i + 1; /* untimed deep frame: trust the order */
 			break;
 		}
-		f = &cs->f[d & (PY_CALL_DEPTH - 1)];
-		if (f->key.func == (__u64)func && f->key.file == (__u64)file) {
+		f = &cs->f[slot(d, PY_CALL_DEPTH - 1)];
+		if (f->func == (__u64)func && f->file == (__u64)file) {
 			pops = i + 1;
 			break;
 		}
@@ -607,7 +638,6 @@ int BPF_USDT(py_func_return, void *file, void *func, int line)
 	for (int i = 0; i < 8; i++) {
 		__u32 d;
 		struct py_call_frame *f;
-		struct py_call_stats *st;
 		__u64 dur, self;
 
 		if ((__u32)i >= pops || cs->depth == 0)
@@ -616,16 +646,20 @@ int BPF_USDT(py_func_return, void *file, void *func, int line)
 		d = cs->depth;
 		if (d >= PY_CALL_DEPTH)
 			continue;
-		f = &cs->f[d & (PY_CALL_DEPTH - 1)];
+		f = &cs->f[slot(d, PY_CALL_DEPTH - 1)];
 		dur = now - f->start_ns;
 		self = dur > f->child_ns ? dur - f->child_ns : 0;
-		st = bpf_map_lookup_elem(&py_calls, &f->key);
-		if (st) {
+		if (d > 0 && d - 1 < PY_CALL_DEPTH)
+			cs->f[slot(d - 1, PY_CALL_DEPTH - 1)].child_ns += dur;
+		/* only the returning frame is the key's; exception-left frames
+		 * above it are popped untimed */
+		if ((__u32)i + 1 == pops && f->func == (__u64)func &&
+		    f->file == (__u64)file &&
+		    (st = bpf_map_lookup_elem(&py_calls, &key))) {
+			__sync_fetch_and_add(&st->timed, 1);
 			__sync_fetch_and_add(&st->incl_ns, dur);
 			__sync_fetch_and_add(&st->self_ns, self);
 		}
-		if (d > 0 && d - 1 < PY_CALL_DEPTH)
-			cs->f[(d - 1) & (PY_CALL_DEPTH - 1)].child_ns += dur;
 	}
 	return 0;
 }

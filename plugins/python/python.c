@@ -44,7 +44,10 @@ enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3 };
 #define STATS_EVERY 10          /* ticks: BPF counters -> metrics */
 #define FIND_TRIES 30           /* ticks a pending process may stay unfound */
 #define INIT_TRIES 100          /* ticks waiting for an interpreter to initialise */
-#define CODE_RECHECK_NS (5ull * 1000000000ull)
+/* A cached code object is re-checked (its name pointers, one small read)
+ * when used again after this long: a freed code object's address is soon
+ * reused by another (module and class bodies are freed after they ran). */
+#define CODE_RECHECK_NS 1000000ull
 #define MAX_PROCS 4096
 #define TEXT_MAX (64 * 1024)
 
@@ -152,8 +155,11 @@ static const struct nt_schema report_schema = {
 struct py_calls_ev {
 	struct nt_event_hdr hdr;
 	uint64_t calls;
+	uint64_t timed_calls;
 	uint64_t inclusive_ns;
 	uint64_t self_ns;
+	uint64_t sampled_inclusive_ns;
+	uint64_t sampled_self_ns;
 	int32_t line;
 	uint32_t pad_;
 	struct nt_vstr function;
@@ -162,14 +168,21 @@ struct py_calls_ev {
 
 static const struct nt_field calls_fields[] = {
 	NT_FIELD(struct py_calls_ev, calls, NT_F_U64, "count",
-		 "calls since the previous python.calls for this function"),
+		 "calls (returns) since the previous python.calls for this function"),
+	NT_FIELD(struct py_calls_ev, timed_calls, NT_F_U64, "count",
+		 "of those, calls whose entry marker fired too (the times cover these)"),
 	NT_FIELD(struct py_calls_ev, inclusive_ns, NT_F_U64, "ns",
-		 "time inside the function and its callees (calls that returned)"),
+		 "time inside the function and its callees (timed calls)"),
 	NT_FIELD(struct py_calls_ev, self_ns, NT_F_U64, "ns",
-		 "inclusive time less the time in traced callees"),
+		 "inclusive time less the time in timed callees"),
+	NT_FIELD(struct py_calls_ev, sampled_inclusive_ns, NT_F_U64, "ns",
+		 "sampler's estimate since the start: samples with the function on the stack * period"),
+	NT_FIELD(struct py_calls_ev, sampled_self_ns, NT_F_U64, "ns",
+		 "sampler's estimate since the start: samples with the function innermost * period"),
 	NT_FIELD(struct py_calls_ev, line, NT_F_S32, "",
-		 "line at entry (the def line for a new call)"),
-	NT_FIELD(struct py_calls_ev, function, NT_F_VSTR, "", "function name (co_name)"),
+		 "first line of the function (co_firstlineno), or of its first return"),
+	NT_FIELD(struct py_calls_ev, function, NT_F_VSTR, "",
+		 "qualified name (co_qualname; co_name when the code could not be read)"),
 	NT_FIELD(struct py_calls_ev, file, NT_F_VSTR, "", "file name (co_filename)"),
 };
 static const struct nt_schema calls_schema = {
@@ -185,7 +198,7 @@ struct py_exc_ev {
 	uint64_t count;
 	int32_t line;
 	uint32_t pad_;
-	struct nt_vstr type;
+	struct nt_vstr exc_type;
 	struct nt_vstr function;
 	struct nt_vstr file;
 	struct nt_vstr stack;
@@ -195,7 +208,7 @@ static const struct nt_field exc_fields[] = {
 	NT_FIELD(struct py_exc_ev, count, NT_F_U64, "count",
 		 "exceptions since the previous python.exception for this key"),
 	NT_FIELD(struct py_exc_ev, line, NT_F_S32, "", "raising line"),
-	NT_FIELD(struct py_exc_ev, type, NT_F_VSTR, "", "exception type (tp_name)"),
+	NT_FIELD(struct py_exc_ev, exc_type, NT_F_VSTR, "", "exception type (tp_name)"),
 	NT_FIELD(struct py_exc_ev, function, NT_F_VSTR, "", "raising function (qualified name)"),
 	NT_FIELD(struct py_exc_ev, file, NT_F_VSTR, "", "raising file"),
 	NT_FIELD(struct py_exc_ev, stack, NT_F_VSTR, "", "folded Python stack of the raise"),
@@ -296,6 +309,7 @@ struct exc_ent {
 
 struct call_name {
 	char *func, *file;
+	int line;
 	bool match;
 	struct py_call_stats pub;
 };
@@ -344,6 +358,7 @@ struct py_plugin {
 	struct py_map procs;   /* pid -> struct pyp */
 	struct py_map threads; /* tid -> struct thr */
 	struct py_map names;   /* call key hash -> struct call_name (by key) */
+	struct py_map siblings; /* (pid, func, file) hash -> resolved call_name */
 	struct exc_ent *excs;
 	size_t n_excs, cap_excs;
 	uint64_t period_ns;
@@ -552,6 +567,8 @@ static void attach_extras(struct py_plugin *st, struct pyp *p)
 	}
 }
 
+static void seed_idle(struct py_plugin *st, struct pyp *p);
+
 /* Try to make a pending process sampled. */
 static void proc_inspect(struct py_plugin *st, struct pyp *p)
 {
@@ -606,6 +623,9 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 			publish_proc(st, p, -ENOTSUP, msg);
 			return;
 		}
+		/* Probes by path and pid need no initialised runtime: attach
+		 * them now so the first calls are seen. */
+		attach_extras(st, p);
 	}
 	ret = py_verify((pid_t)p->pid, &p->found, &p->layout, &p->code_type, err,
 			sizeof(err));
@@ -616,10 +636,12 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 	}
 	if (ret == -ESRCH) {
 		p->status = PS_NOTPY;
+		proc_unlink(st, p);
 		return;
 	}
 	if (ret) {
 		p->status = PS_REFUSED;
+		proc_unlink(st, p);
 		snprintf(msg, sizeof(msg),
 			 "pid %u: CPython %d.%d (%s): %s; offsets from %s; not sampling it",
 			 p->pid, p->found.major, p->found.minor, p->found.object, err,
@@ -640,7 +662,6 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 	}
 	p->in_bpf = true;
 	p->status = PS_ATTACHED;
-	attach_extras(st, p);
 	snprintf(msg, sizeof(msg),
 		 "pid %u: CPython %d.%d (%s), offsets from %s; sampling at %lld Hz%s%s",
 		 p->pid, p->found.major, p->found.minor, p->found.object,
@@ -649,6 +670,7 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 	h->log(st->inst, NT_LOG_INFO, "%s", msg);
 	publish_proc(st, p, 0, msg);
 	metric_procs(st);
+	seed_idle(st, p);
 }
 
 /* A process exec'd or was seen unregistered: (re)start its inspection. */
@@ -681,9 +703,10 @@ static struct code_ent *code_get(struct py_plugin *st, struct pyp *p,
 {
 	struct code_ent *e = py_map_get(&p->codes, addr);
 
-	if (e && !e->bad && now - e->checked_ns > CODE_RECHECK_NS) {
-		/* the address may have been freed and reused by another code */
-		if (py_code_same((pid_t)p->pid, &p->layout, addr, &e->c)) {
+	if (e && now - e->checked_ns > CODE_RECHECK_NS) {
+		/* the address may have been freed and reused by another code;
+		 * an address that held no code object may hold one now */
+		if (!e->bad && py_code_same((pid_t)p->pid, &p->layout, addr, &e->c)) {
 			e->checked_ns = now;
 		} else {
 			py_code_free(&e->c);
@@ -846,6 +869,73 @@ static void exc_add(struct py_plugin *st, struct pyp *p,
 
 /* ---- ring records -------------------------------------------------- */
 
+/*
+ * Threads blocked since before we saw them (asleep when the process was
+ * registered, or attached with -p) never leave the CPU again to get their
+ * stack walked: walk those from user space and count their time from now.
+ */
+static void seed_idle(struct py_plugin *st, struct pyp *p)
+{
+	uint32_t tids[256];
+	uint64_t tss[256];
+	struct py_frame fr[PY_MAX_FRAMES];
+	int n, ofd;
+	uint64_t now = mono_ns();
+
+	if (!st->cfg->idle || p->status != PS_ATTACHED)
+		return;
+	n = py_threads((pid_t)p->pid, &p->layout, p->found.runtime, tids, tss, 256);
+	ofd = bpf_map__fd(st->skel->maps.py_offcpu);
+	for (int i = 0; i < n; i++) {
+		struct thr *t = py_map_get(&st->threads, tids[i]);
+		struct py_offcpu oc;
+		uint32_t ids[PY_MAX_FRAMES], m = 0, stack;
+		char path[64], buf[512], comm[NT_COMM_LEN + 1] = "";
+		FILE *f;
+		char *rp;
+		int nf;
+
+		if (t && t->pid == p->pid && t->idle_stack != UINT32_MAX)
+			continue;
+		if (bpf_map_lookup_elem(ofd, &tids[i], &oc) == 0)
+			continue; /* BPF saw it leave the CPU: it has its walk */
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", p->pid, tids[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+		rp = strrchr(buf, ')');
+		if (!rp || rp[1] != ' ' || rp[2] == 'R')
+			continue; /* running: the sampler sees it */
+		{
+			char *lp = strchr(buf, '(');
+
+			if (lp && rp > lp)
+				snprintf(comm, sizeof(comm), "%.*s", (int)(rp - lp - 1), lp + 1);
+		}
+		nf = py_walk((pid_t)p->pid, &p->layout, tss[i], fr, (int)st->cfg->max_frames);
+		for (int k = nf; k-- > 0;) {
+			ids[m] = frame_of(st, p, &fr[k], now);
+			if (ids[m] != UINT32_MAX)
+				m++;
+		}
+		if (!m)
+			continue;
+		stack = py_agg_stack(st->agg, p->pid, tids[i], PY_ST_IDLE, ids, m, comm);
+		t = stack != UINT32_MAX ? thr_get(st, tids[i], p->pid) : NULL;
+		if (!t)
+			continue;
+		t->idle_stack = stack;
+		/* off the CPU from now on, as if BPF had seen it leave */
+		memset(&oc, 0, sizeof(oc));
+		oc.out_ns = now;
+		oc.walk_ns = now;
+		bpf_map_update_elem(ofd, &tids[i], &oc, BPF_NOEXIST);
+	}
+}
+
 static void on_sample(struct py_plugin *st, const struct py_sample_rec *r,
 		      size_t size)
 {
@@ -926,24 +1016,53 @@ static void add_offcpu(struct py_plugin *st, struct thr *t, uint64_t start,
 		py_agg_add(st->agg, t->idle_stack, n);
 }
 
+static uint64_t call_key_hash(const struct py_call_key *key)
+{
+	uint64_t h = 1469598103934665603ULL;
+	const uint8_t *k = (const uint8_t *)key;
+
+	for (size_t i = 0; i < sizeof(*key); i++) {
+		h ^= k[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
 static void on_func(struct py_plugin *st, const struct py_func_rec *r)
 {
 	struct call_name *cn;
 	char both[2 * PY_NAME_MAX + 2];
-	uint64_t h = 1469598103934665603ULL;
-	const uint8_t *k = (const uint8_t *)&r->key;
+	uint64_t h = call_key_hash(&r->key);
+	struct pyp *p = proc_get(st, r->key.pid, false);
+	struct code_ent *ce = NULL;
 
-	for (size_t i = 0; i < sizeof(r->key); i++) {
-		h ^= k[i];
-		h *= 1099511628211ULL;
-	}
 	if (py_map_get(&st->names, h))
 		return;
 	cn = calloc(1, sizeof(*cn));
 	if (!cn)
 		return;
-	cn->func = strndup(r->func, PY_NAME_MAX);
-	cn->file = strndup(r->file, PY_NAME_MAX);
+	if (p && p->status == PS_ATTACHED && r->key.code)
+		ce = code_get(st, p, r->key.code, mono_ns());
+	if (ce) {
+		/* trust the frame's code object only when it is the function the
+		 * marker names (same co_name, same file) */
+		const char *q = ce->c.qualname, *dot = strrchr(q, '.');
+		char fn[PY_NAME_MAX + 1], fl[PY_NAME_MAX + 1];
+
+		snprintf(fn, sizeof(fn), "%.*s", PY_NAME_MAX, r->func);
+		snprintf(fl, sizeof(fl), "%.*s", PY_NAME_MAX, r->file);
+		if (strcmp(dot ? dot + 1 : q, fn) || strcmp(ce->c.file, fl))
+			ce = NULL;
+	}
+	if (ce) {
+		cn->func = strdup(ce->c.qualname);
+		cn->file = strdup(ce->c.file);
+		cn->line = ce->c.firstlineno;
+	} else {
+		cn->func = strndup(r->func, PY_NAME_MAX);
+		cn->file = strndup(r->file, PY_NAME_MAX);
+		cn->line = r->line;
+	}
 	if (!cn->func || !cn->file) {
 		free(cn->func);
 		free(cn->file);
@@ -952,11 +1071,19 @@ static void on_func(struct py_plugin *st, const struct py_func_rec *r)
 	}
 	snprintf(both, sizeof(both), "%s:%s", cn->file, cn->func);
 	cn->match = fnmatch(st->cfg->call_pattern, cn->func, 0) == 0 ||
+		    fnmatch(st->cfg->call_pattern, r->func, 0) == 0 ||
 		    fnmatch(st->cfg->call_pattern, both, 0) == 0;
 	if (py_map_put(&st->names, h, cn)) {
 		free(cn->func);
 		free(cn->file);
 		free(cn);
+		return;
+	}
+	if (r->key.code) {
+		struct py_call_key sk = r->key;
+
+		sk.code = 0;
+		py_map_put(&st->siblings, call_key_hash(&sk), cn);
 	}
 }
 
@@ -1036,59 +1163,136 @@ static void emit_stack(void *arg, uint32_t stack, uint32_t pid, uint32_t tid,
 	}
 }
 
+/* Sampled totals of (func, file) in pid, from the per-function rows. */
+struct fn_rows {
+	uint32_t pid;
+	struct py_func_row *rows;
+	size_t n;
+};
+
+static void sampled_time(struct py_plugin *st, struct fn_rows *fr, uint32_t pid,
+			 const char *func, const char *file, uint64_t *incl,
+			 uint64_t *self)
+{
+	*incl = *self = 0;
+	if (!fr->rows || fr->pid != pid) {
+		size_t cap = py_agg_n_frames(st->agg) + 1;
+
+		free(fr->rows);
+		fr->rows = calloc(cap, sizeof(*fr->rows));
+		fr->n = fr->rows ? py_agg_top(st->agg, pid, cap, fr->rows, NULL) : 0;
+		fr->pid = pid;
+	}
+	for (size_t i = 0; i < fr->n; i++)
+		if (strcmp(fr->rows[i].func, func) == 0 && fr->rows[i].file &&
+		    strcmp(fr->rows[i].file, file) == 0) {
+			*incl = fr->rows[i].total * st->period_ns;
+			*self = fr->rows[i].self * st->period_ns;
+			return;
+		}
+}
+
+struct call_acc {
+	struct call_name *name;
+	uint32_t pid;
+	struct py_call_stats d;
+};
+
 static void publish_calls(struct py_plugin *st, uint32_t pid)
 {
 	int fd = bpf_map__fd(st->skel->maps.py_calls);
 	struct py_call_key key, next, *prev = NULL;
 	struct py_call_stats val;
+	struct fn_rows fr = { 0 };
+	struct call_acc *acc = NULL;
+	size_t n_acc = 0, cap_acc = 0;
 
+	/* Sum the BPF keys per function: returns seen before the process was
+	 * registered carry no code object and fold into the key that has one
+	 * for the same name pointers. */
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		uint64_t h = 1469598103934665603ULL;
-		const uint8_t *k = (const uint8_t *)&next;
-		struct call_name *cn;
+		struct call_name *cn, *target;
+		size_t i;
 
 		key = next;
 		prev = &key;
 		if ((pid && key.pid != pid) || bpf_map_lookup_elem(fd, &key, &val))
 			continue;
-		for (size_t i = 0; i < sizeof(key); i++) {
-			h ^= k[i];
-			h *= 1099511628211ULL;
-		}
-		cn = py_map_get(&st->names, h);
-		if (!cn || !cn->match || val.calls == cn->pub.calls)
+		cn = py_map_get(&st->names, call_key_hash(&key));
+		if (!cn)
 			continue;
-		{
-			size_t lf = strlen(cn->func), lfi = strlen(cn->file), at;
-			struct py_calls_ev *e = ev_begin(st, sizeof(*e), lf + lfi + 8);
-			struct pyp *p = proc_get(st, key.pid, false);
-			char label[2 * PY_NAME_MAX + 4];
+		target = cn;
+		if (!key.code) {
+			struct call_name *sib = py_map_get(&st->siblings, call_key_hash(&key));
 
-			if (!e)
-				continue;
-			at = sizeof(*e);
-			e->calls = val.calls - cn->pub.calls;
-			e->inclusive_ns = val.incl_ns - cn->pub.incl_ns;
-			e->self_ns = val.self_ns - cn->pub.self_ns;
-			e->line = key.line;
-			ev_str(e, &at, &e->function, cn->func, lf);
-			ev_str(e, &at, &e->file, cn->file, lfi);
-			hdr_fill(&e->hdr, st->t_calls, at, key.pid, key.pid, NULL);
-			st->host->publish(st->inst, &e->hdr);
-			snprintf(label, sizeof(label), "%s (%s)", cn->func, cn->file);
-			{
-				const char *pid_s = p ? p->pid_s : "0";
-				const char *lv[2] = { pid_s, label };
-				const char *li[3] = { pid_s, label, "inclusive" };
-				const char *ls[3] = { pid_s, label, "self" };
+			if (sib)
+				target = sib;
+		}
+		if (!target->match || val.calls == cn->pub.calls)
+			continue;
+		for (i = 0; i < n_acc; i++)
+			if (acc[i].name == target && acc[i].pid == key.pid)
+				break;
+		if (i == n_acc) {
+			if (n_acc == cap_acc) {
+				size_t nc = cap_acc ? cap_acc * 2 : 64;
+				struct call_acc *na = realloc(acc, nc * sizeof(*na));
 
-				st->host->metric_add(st->m[M_CALLS], lv, (double)e->calls);
-				st->host->metric_add(st->m[M_CALLSEC], li, (double)e->inclusive_ns / 1e9);
-				st->host->metric_add(st->m[M_CALLSEC], ls, (double)e->self_ns / 1e9);
+				if (!na)
+					break;
+				acc = na;
+				cap_acc = nc;
 			}
-			cn->pub = val;
+			memset(&acc[n_acc], 0, sizeof(acc[n_acc]));
+			acc[n_acc].name = target;
+			acc[n_acc].pid = key.pid;
+			n_acc++;
+		}
+		acc[i].d.calls += val.calls - cn->pub.calls;
+		acc[i].d.timed += val.timed - cn->pub.timed;
+		acc[i].d.incl_ns += val.incl_ns - cn->pub.incl_ns;
+		acc[i].d.self_ns += val.self_ns - cn->pub.self_ns;
+		cn->pub = val;
+	}
+	for (size_t i = 0; i < n_acc; i++) {
+		struct call_name *cn = acc[i].name;
+		size_t lf = strlen(cn->func), lfi = strlen(cn->file), at;
+		struct py_calls_ev *e = ev_begin(st, sizeof(*e), lf + lfi + 8);
+		struct pyp *p = proc_get(st, acc[i].pid, false);
+		char label[2 * PY_NAME_MAX + 4];
+		const char *pid_s = p ? p->pid_s : "0";
+
+		if (!e)
+			continue;
+		at = sizeof(*e);
+		e->calls = acc[i].d.calls;
+		e->timed_calls = acc[i].d.timed;
+		e->inclusive_ns = acc[i].d.incl_ns;
+		e->self_ns = acc[i].d.self_ns;
+		e->line = cn->line;
+		sampled_time(st, &fr, acc[i].pid, cn->func, cn->file,
+			     &e->sampled_inclusive_ns, &e->sampled_self_ns);
+		ev_str(e, &at, &e->function, cn->func, lf);
+		ev_str(e, &at, &e->file, cn->file, lfi);
+		hdr_fill(&e->hdr, st->t_calls, at, acc[i].pid, acc[i].pid, NULL);
+		st->host->publish(st->inst, &e->hdr);
+		snprintf(label, sizeof(label), "%s (%s)", cn->func, cn->file);
+		{
+			const char *lv[2] = { pid_s, label };
+			const char *li[3] = { pid_s, label, "inclusive" };
+			const char *ls[3] = { pid_s, label, "self" };
+
+			st->host->metric_add(st->m[M_CALLS], lv, (double)acc[i].d.calls);
+			if (acc[i].d.timed) {
+				st->host->metric_add(st->m[M_CALLSEC], li,
+						     (double)acc[i].d.incl_ns / 1e9);
+				st->host->metric_add(st->m[M_CALLSEC], ls,
+						     (double)acc[i].d.self_ns / 1e9);
+			}
 		}
 	}
+	free(acc);
+	free(fr.rows);
 }
 
 static void publish_excs(struct py_plugin *st, uint32_t pid, char *buf, size_t len)
@@ -1116,7 +1320,7 @@ static void publish_excs(struct py_plugin *st, uint32_t pid, char *buf, size_t l
 		at = sizeof(*e);
 		e->count = x->count - x->published;
 		e->line = line;
-		ev_str(e, &at, &e->type, x->type, lt);
+		ev_str(e, &at, &e->exc_type, x->type, lt);
 		ev_str(e, &at, &e->function, func, lfn);
 		ev_str(e, &at, &e->file, file, lfi);
 		ev_str(e, &at, &e->stack, buf, fl);
@@ -1503,6 +1707,9 @@ static void tick(struct py_plugin *st)
 	read_stats(st);
 	if (st->host->target_map_fd(st->inst) >= 0)
 		poll_targets(st);
+	it = 0;
+	while (py_map_next(&st->procs, &it, &k, &v))
+		seed_idle(st, v);
 	/* processes that went away without a proc.exit (host-wide mode) */
 	it = 0;
 	while (py_map_next(&st->procs, &it, &k, &v)) {
@@ -1798,6 +2005,7 @@ static void py_fini(void *state)
 		free(cn);
 	}
 	py_map_free(&st->names);
+	py_map_free(&st->siblings);
 	free(st->excs);
 	py_agg_free(st->agg);
 	free(st->text);

@@ -120,24 +120,32 @@ struct py_weight_rec {
 	__u64 start_ns; /* when it left the CPU */
 };
 
-/* Call tracing: key of one function in one process (the USDT arguments
- * are pointers to the code object's UTF-8 names, stable per code object). */
+/*
+ * Call tracing. CPython 3.11+ fires python:function__entry only for frames
+ * entered from C (gh-98894: Python-to-Python calls are inlined and skip
+ * the marker) while function__return fires for every return, so calls are
+ * counted at return and timed only when their entry was seen too.
+ * Key: the returning frame's code object (0 when the thread state could
+ * not be read; then func/file tell functions apart).
+ */
 struct py_call_key {
 	__u32 pid;
-	__s32 line; /* line at entry (def line for a new call) */
-	__u64 func; /* funcname char * */
+	__u32 pad_;
+	__u64 code;
+	__u64 func; /* funcname char * (USDT argument) */
 	__u64 file; /* filename char * */
 };
 
 struct py_call_stats {
-	__u64 calls;
-	__u64 incl_ns;
+	__u64 calls;   /* returns seen */
+	__u64 timed;   /* of which the entry was seen too */
+	__u64 incl_ns; /* of the timed calls */
 	__u64 self_ns;
 };
 
-/* Per-thread shadow call stack for self/inclusive time. */
+/* Per-thread shadow call stack (frames whose entry marker fired). */
 struct py_call_frame {
-	struct py_call_key key;
+	__u64 func, file;
 	__u64 start_ns;
 	__u64 child_ns;
 };
@@ -152,6 +160,8 @@ struct py_call_stack {
 struct py_func_rec {
 	struct nt_event_hdr hdr;
 	struct py_call_key key;
+	__s32 line; /* line of the return marker */
+	__u32 pad_;
 	char func[PY_NAME_MAX];
 	char file[PY_NAME_MAX];
 };
