@@ -561,8 +561,11 @@ static int open_channel(struct gs *s)
 		n++;                                                           \
 	} while (0)
 	IARG(GRPC_ARG_ENABLE_RETRIES, 0); /* the sink retries, see send_batch */
+	/* Reconnect pacing follows the sink's backoff. Not
+	 * GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: gRPC also takes it as the
+	 * connection attempt's timeout (default 20 s), and a busy host can
+	 * need more than retry_initial_ms for a TCP + HTTP/2 handshake. */
 	IARG(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, s->cfg->retry_initial_ms);
-	IARG(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, s->cfg->retry_initial_ms);
 	IARG(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, s->cfg->retry_max_ms);
 	if (s->compression != GRPC_COMPRESS_NONE)
 		IARG(GRPC_COMPRESSION_CHANNEL_DEFAULT_ALGORITHM, s->compression);
