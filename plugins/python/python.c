@@ -869,70 +869,95 @@ static void exc_add(struct py_plugin *st, struct pyp *p,
 
 /* ---- ring records -------------------------------------------------- */
 
+/* Walk one thread's Python stack from user space into an idle stack id. */
+static uint32_t user_walk(struct py_plugin *st, struct pyp *p, uint32_t tid,
+			  uint64_t tstate, const char *comm, uint64_t now)
+{
+	struct py_frame fr[PY_MAX_FRAMES];
+	uint32_t ids[PY_MAX_FRAMES], m = 0;
+	int nf = py_walk((pid_t)p->pid, &p->layout, tstate, fr, (int)st->cfg->max_frames);
+
+	for (int k = nf; k-- > 0;) {
+		ids[m] = frame_of(st, p, &fr[k], now);
+		if (ids[m] != UINT32_MAX)
+			m++;
+	}
+	if (!m)
+		return UINT32_MAX;
+	return py_agg_stack(st->agg, p->pid, tid, PY_ST_IDLE, ids, m, comm);
+}
+
+/* "S", "R", ... of a thread and its name; 0 if unreadable. */
+static char thread_state(uint32_t pid, uint32_t tid, char *comm, size_t len)
+{
+	char path[64], buf[512], *lp, *rp;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	lp = strchr(buf, '(');
+	rp = strrchr(buf, ')');
+	if (!lp || !rp || rp < lp || rp[1] != ' ')
+		return 0;
+	snprintf(comm, len, "%.*s", (int)(rp - lp - 1), lp + 1);
+	return rp[2];
+}
+
 /*
- * Threads blocked since before we saw them (asleep when the process was
- * registered, or attached with -p) never leave the CPU again to get their
- * stack walked: walk those from user space and count their time from now.
+ * Blocked threads whose current off-CPU period has no stack of its own:
+ * those blocked since before we saw them (asleep when the process was
+ * registered, or attached with -p: they never leave the CPU again), and
+ * those whose switch-out walk was skipped by the once-per-period limit.
+ * A blocked thread's Python stack cannot change, so a walk from user
+ * space now is the stack of the whole period.
  */
 static void seed_idle(struct py_plugin *st, struct pyp *p)
 {
 	uint32_t tids[256];
 	uint64_t tss[256];
-	struct py_frame fr[PY_MAX_FRAMES];
 	int n, ofd;
 	uint64_t now = mono_ns();
 
 	if (!st->cfg->idle || p->status != PS_ATTACHED)
 		return;
-	n = py_threads((pid_t)p->pid, &p->layout, p->found.runtime, tids, tss, 256);
 	ofd = bpf_map__fd(st->skel->maps.py_offcpu);
+	n = py_threads((pid_t)p->pid, &p->layout, p->found.runtime, tids, tss, 256);
 	for (int i = 0; i < n; i++) {
 		struct thr *t = py_map_get(&st->threads, tids[i]);
 		struct py_offcpu oc;
-		uint32_t ids[PY_MAX_FRAMES], m = 0, stack;
-		char path[64], buf[512], comm[NT_COMM_LEN + 1] = "";
-		FILE *f;
-		char *rp;
-		int nf;
+		char comm[NT_COMM_LEN + 1] = "";
+		bool have = bpf_map_lookup_elem(ofd, &tids[i], &oc) == 0;
+		uint32_t stack;
 
-		if (t && t->pid == p->pid && t->idle_stack != UINT32_MAX)
+		if (have && (!oc.out_ns || oc.walk_ns >= oc.out_ns))
+			continue; /* running, or BPF walked it as it left */
+		if (!have && t && t->pid == p->pid && t->idle_stack != UINT32_MAX)
 			continue;
-		if (bpf_map_lookup_elem(ofd, &tids[i], &oc) == 0)
-			continue; /* BPF saw it leave the CPU: it has its walk */
-		snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", p->pid, tids[i]);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-		rp = strrchr(buf, ')');
-		if (!rp || rp[1] != ' ' || rp[2] == 'R')
+		if (have && now - oc.out_ns < st->period_ns)
+			continue; /* just left: a WEIGHT may come first anyway */
+		if (thread_state(p->pid, tids[i], comm, sizeof(comm)) == 'R' ||
+		    !comm[0])
 			continue; /* running: the sampler sees it */
-		{
-			char *lp = strchr(buf, '(');
-
-			if (lp && rp > lp)
-				snprintf(comm, sizeof(comm), "%.*s", (int)(rp - lp - 1), lp + 1);
-		}
-		nf = py_walk((pid_t)p->pid, &p->layout, tss[i], fr, (int)st->cfg->max_frames);
-		for (int k = nf; k-- > 0;) {
-			ids[m] = frame_of(st, p, &fr[k], now);
-			if (ids[m] != UINT32_MAX)
-				m++;
-		}
-		if (!m)
-			continue;
-		stack = py_agg_stack(st->agg, p->pid, tids[i], PY_ST_IDLE, ids, m, comm);
+		stack = user_walk(st, p, tids[i], tss[i], comm, now);
 		t = stack != UINT32_MAX ? thr_get(st, tids[i], p->pid) : NULL;
 		if (!t)
 			continue;
 		t->idle_stack = stack;
-		/* off the CPU from now on, as if BPF had seen it leave */
-		memset(&oc, 0, sizeof(oc));
-		oc.out_ns = now;
-		oc.walk_ns = now;
-		bpf_map_update_elem(ofd, &tids[i], &oc, BPF_NOEXIST);
+		if (have) {
+			oc.walk_ns = oc.out_ns;
+			bpf_map_update_elem(ofd, &tids[i], &oc, BPF_EXIST);
+		} else {
+			/* off the CPU from now on, as if BPF had seen it leave */
+			memset(&oc, 0, sizeof(oc));
+			oc.out_ns = now;
+			oc.walk_ns = now;
+			bpf_map_update_elem(ofd, &tids[i], &oc, BPF_NOEXIST);
+		}
 	}
 }
 
@@ -1701,15 +1726,14 @@ static void tick(struct py_plugin *st)
 
 		if (p->status == PS_PENDING)
 			proc_inspect(st, p);
+		else
+			seed_idle(st, p);
 	}
 	if (st->tick % STATS_EVERY)
 		return;
 	read_stats(st);
 	if (st->host->target_map_fd(st->inst) >= 0)
 		poll_targets(st);
-	it = 0;
-	while (py_map_next(&st->procs, &it, &k, &v))
-		seed_idle(st, v);
 	/* processes that went away without a proc.exit (host-wide mode) */
 	it = 0;
 	while (py_map_next(&st->procs, &it, &k, &v)) {
