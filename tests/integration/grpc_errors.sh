@@ -10,7 +10,8 @@
 #    certificate from another CA; TLS spoken to a plaintext server) gives one
 #    clear warning naming the endpoint and gRPC's reason, while the file sink
 #    gets every event; SIGTERM ends the run within shutdown_grace_ms and the
-#    undelivered events are counted as dropped.
+#    undelivered events are counted as dropped. A flood against a refused
+#    port keeps memory flat and holds exactly queue_size events.
 # C. A collector that refuses with a permanent code (INVALID_ARGUMENT) gets
 #    one error line, the batches are dropped (permanent_error) and not
 #    retried; a partial success (rejected records) is counted as "rejected".
@@ -130,6 +131,53 @@ unreachable tls_to_plain 'cannot export events to collector at 127\.0\.0\.1:[0-9
 [ "$(count_logs "$T/tls.jsonl")" = 0 ] || fail "the TLS receiver accepted records from an unverified client"
 stop_receiver tls
 stop_receiver plain
+
+# A flood while the collector is down: memory stays flat once the queue is
+# full, exactly queue_size events are held (and dropped at shutdown), every
+# other one is counted as queue_full.
+KF=60000
+QF=5000
+cat >"$T/flood.conf" <<EOF
+plugins = (
+  { plugin = "grpc_testgen"; count = $KF; per_tick = 600; interval_ms = 10; },
+  { plugin = "grpc"; endpoint = "127.0.0.1:1"; queue_size = $QF; shutdown_grace_ms = 500; },
+  { plugin = "file"; path = "$T/flood_metrics.jsonl"; events = [ ]; metrics = true; interval = 1; }
+);
+EOF
+"$NTCORE" -c "$T/flood.conf" 2>"$T/flood.log" &
+NTPID=$!
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$NTPID/status"; }
+sleep 0.4
+rss_early=$(rss)
+for _ in $(seq 100); do
+	grep -q "published all $KF events" "$T/flood.log" && break
+	sleep 0.1
+done
+sleep 0.5
+rss_late=$(rss)
+kill -TERM $NTPID
+rc=0
+wait $NTPID || rc=$?
+NTPID=
+[ $rc -eq 0 ] || { cat "$T/flood.log" >&2; fail "flood: ntcore exited with $rc"; }
+grep -q "published all $KF events" "$T/flood.log" || fail "flood: generator did not finish"
+[ $((rss_late - rss_early)) -lt 2048 ] ||
+	fail "flood: RSS grew from $rss_early to $rss_late KiB while the collector was down"
+read -r _ out dropped <<<"$(summary_of "$T/flood.log" grpc.0)"
+[ "$dropped" = $KF ] || fail "flood: grpc.0 dropped $dropped, want $KF"
+read -r qfull shut <<<"$($PY - "$T/flood_metrics.jsonl" <<'EOF'
+import json, sys
+last = {}
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("name") == "ntcore_grpc_events_dropped_total":
+        last[e["labels"]["reason"]] = e["value"]
+print(int(last["queue_full"]), int(last["shutdown"]))
+EOF
+)"
+[ "$qfull" = $((KF - QF)) ] && [ "$shut" = $QF ] ||
+	fail "flood: dropped queue_full=$qfull shutdown=$shut, want $((KF - QF)) and $QF"
+echo "flood: $KF events against a refused port: RSS ${rss_early} -> ${rss_late} KiB once full; queue_full $qfull, shutdown $shut (= queue_size)"
 
 # --- C. permanent errors, partial success --------------------------------------
 start_receiver perm --fail-code 3
