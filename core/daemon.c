@@ -152,8 +152,11 @@ static void deliver(void *subscriber, const struct nt_event_hdr *ev,
 
 static void instance_fail(struct nt_instance *inst, const char *op, int err)
 {
-	nt_log(NT_LOG_ERROR, inst->prefix, "%s failed: %s; the other plugins go on",
-	       op, strerror(err < 0 ? -err : err));
+	bool fatal = inst->cfg && inst->cfg->required;
+
+	nt_log(NT_LOG_ERROR, inst->prefix, "%s failed: %s; %s", op,
+	       strerror(err < 0 ? -err : err),
+	       fatal ? "it is required: stopping" : "the other plugins go on");
 	nt_instance_unwatch(inst);
 	if (inst->st == NT_ST_ATTACHED)
 		inst->lib.desc.detach(inst->state);
@@ -266,6 +269,7 @@ static int instance_attach(struct nt_instance *inst)
 
 static void instance_free(struct nt_instance *inst)
 {
+	nt_instance_unwatch(inst);
 	if (inst->inited)
 		inst->lib.desc.fini(inst->state);
 	nt_arena_free(&inst->arena);
@@ -368,6 +372,10 @@ static void instances_stop(struct nt_daemon *d)
 static void instances_free(struct nt_daemon *d)
 {
 	for (size_t i = 0; i < d->n_insts; i++) {
+		struct nt_instance *inst = d->insts[i];
+		const char *state[3] = {inst->name, nt_kind_name(inst->lib.desc.kind),
+					state_name(inst->st)};
+		nt_metric_remove(d->m_state, state);
 		nt_bus_forget(&d->bus, d->insts[i]);
 		instance_free(d->insts[i]);
 	}
@@ -638,17 +646,22 @@ static int daemon_prepare(struct nt_daemon *d)
 		return 2;
 	if ((status = instances_load(d)))
 		return status;
-	if (d->opt.check_only) {
-		printf("%s: OK (%zu plugin instance%s)\n", d->opt.config_path,
-		       d->n_insts, d->n_insts == 1 ? "" : "s");
-		return -1;
-	}
-	nt_ensure_tracefs();
 	d->loop = ev_default_loop(EVFLAG_AUTO);
 	if (!d->loop) {
 		nt_log(NT_LOG_ERROR, NULL, "cannot create the event loop");
 		return 1;
 	}
+	if (d->opt.check_only) {
+		/* init validates what a schema cannot (a listen address, a
+		 * device name); it loads no BPF, so it is safe here. */
+		for (size_t i = 0; i < d->n_insts; i++)
+			if ((status = instance_init(d, d->insts[i])) == 2)
+				return 2;
+		printf("%s: OK (%zu plugin instance%s)\n", d->opt.config_path,
+		       d->n_insts, d->n_insts == 1 ? "" : "s");
+		return -1;
+	}
+	nt_ensure_tracefs();
 	if ((status = setup_targets(d)))
 		return status;
 	return instances_start(d);

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hello: an out-of-tree ntcore probe built against the installed SDK only.
+ * It publishes hello.exec for every exec of a traced process.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <ntcore/bpf.h>
+#include <ntcore/plugin.h>
+
+#include "hello.h"
+#include "hello.skel.h"
+
+static const struct nt_field exec_fields[] = {
+	NT_FIELD(struct hello_exec, old_pid, NT_F_U32, "", "thread id before exec"),
+	NT_FIELD(struct hello_exec, filename, NT_F_STR, "", "the program executed"),
+};
+
+static const struct nt_schema exec_schema = {
+	.name = "hello.exec",
+	.desc = "a traced process called exec",
+	.fields = exec_fields,
+	.n_fields = NT_ARRAY_LEN(exec_fields),
+	.min_size = sizeof(struct hello_exec),
+};
+
+struct hello {
+	struct nt_instance *inst;
+	const struct nt_host *host;
+	int exec_type;
+	struct hello_bpf *skel;
+	struct ring_buffer *ring;
+	uint64_t drops_reported;
+};
+
+static int hello_init(struct nt_instance *inst, const struct nt_host *host,
+		      const void *config, void **state)
+{
+	struct hello *h = calloc(1, sizeof(*h));
+
+	(void)config;
+	if (!h)
+		return -ENOMEM;
+	h->inst = inst;
+	h->host = host;
+	h->exec_type = host->register_schema(inst, &exec_schema);
+	if (h->exec_type < 0) {
+		int err = h->exec_type;
+		free(h);
+		return err;
+	}
+	*state = h;
+	return 0;
+}
+
+/* Records go from the ring buffer to the bus without a copy. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct hello *h = ctx;
+
+	(void)size;
+	h->host->publish(h->inst, data);
+	return 0;
+}
+
+static int hello_attach(void *state)
+{
+	struct hello *h = state;
+	int err;
+
+	h->skel = hello_bpf__open();
+	if (!h->skel)
+		return -errno;
+	h->skel->rodata->exec_type = (__u32)h->exec_type;
+	err = nt_bpf_use_targets(h->host, h->inst, h->skel->maps.nt_targets,
+				 &h->skel->rodata->nt_filter_on);
+	if (!err)
+		err = hello_bpf__load(h->skel);
+	if (!err)
+		err = hello_bpf__attach(h->skel);
+	if (err) {
+		h->host->log(h->inst, NT_LOG_ERROR, "cannot load or attach: %d", err);
+		return err;
+	}
+	h->ring = ring_buffer__new(bpf_map__fd(h->skel->maps.events), on_record, h, NULL);
+	if (!h->ring)
+		return -errno;
+	return h->host->watch_fd(h->inst, ring_buffer__epoll_fd(h->ring), 0);
+}
+
+static int hello_poll(void *state, uint32_t token, uint32_t budget)
+{
+	struct hello *h = state;
+
+	(void)token;
+	(void)budget;
+	nt_bpf_report_drops(h->host, h->inst, bpf_map__fd(h->skel->maps.nt_drops),
+			    &h->drops_reported);
+	return ring_buffer__consume(h->ring);
+}
+
+static void hello_detach(void *state)
+{
+	struct hello *h = state;
+
+	ring_buffer__free(h->ring);
+	hello_bpf__destroy(h->skel);
+	h->ring = NULL;
+	h->skel = NULL;
+}
+
+static void hello_fini(void *state)
+{
+	free(state);
+}
+
+NT_PLUGIN_EXPORT = {
+	NT_PLUGIN_HEADER,
+	.name = "hello",
+	.kind = NT_KIND_PROBE,
+	.description = "example probe: every exec of a traced process",
+	.version = "1.0",
+	.init = hello_init,
+	.attach = hello_attach,
+	.poll = hello_poll,
+	.detach = hello_detach,
+	.fini = hello_fini,
+};
