@@ -397,8 +397,32 @@ START_TEST(test_leak_growing)
 	}
 	/* the ring is full after 8 growing windows */
 	ck_assert_int_eq(fired, 8);
-	/* re-alerts once per further min_growth (8 MiB = 4 windows): 12, 16, 20 */
-	ck_assert_int_eq(fires, 4);
+	/* no re-alert before the high-water mark doubles (116 -> 232 MiB) */
+	ck_assert_int_eq(fires, 1);
+}
+END_TEST
+
+START_TEST(test_leak_realert_doubling)
+{
+	struct leak_cfg c = lcfg8();
+	struct leak_est e;
+	struct leak_reading r;
+	uint64_t t = 0, live = 0;
+	int at[8], fires = 0;
+
+	leak_init(&e, &c);
+	leak_sample(&e, t, 0);
+	leak_feed(&e, &t, 0, &r);
+	for (int i = 1; i <= 40; i++) {
+		live += 2 * MiB;
+		if (leak_feed(&e, &t, live, &r) && fires < 8)
+			at[fires++] = i;
+	}
+	/* 16 MiB at window 8, then 32 MiB (16), 64 MiB (32) */
+	ck_assert_int_eq(fires, 3);
+	ck_assert_int_eq(at[0], 8);
+	ck_assert_int_eq(at[1], 16);
+	ck_assert_int_eq(at[2], 32);
 }
 END_TEST
 
@@ -799,6 +823,14 @@ START_TEST(test_util)
 			 "train_step");
 	ck_assert_str_eq(stack_user_frame("cudaMalloc", buf, sizeof(buf)),
 			 "cudaMalloc");
+	/* a launch seen at the driver, through the runtime's own frames and
+	 * the kernel's host stub */
+	ck_assert_str_eq(stack_caller("cuLaunchKernel;launch;cudaLaunchKernel;"
+				      "wl_kernel;train_loop;main", "wl_kernel",
+				      buf, sizeof(buf)), "train_loop");
+	ck_assert_str_eq(stack_caller("cudaLaunchKernel;__device_stub__Z1kPf;"
+				      "k(float*);step", "k(float*)", buf,
+				      sizeof(buf)), "step");
 	ck_assert_int_eq(proc_alive("/proc", (uint32_t)getpid()), 1);
 	ck_assert_int_eq(proc_alive("/proc", 0x7ffffff0), 0);
 	ck_assert_int_ge(proc_cpu_ticks("/proc", (uint32_t)getpid()), 0);
@@ -959,7 +991,7 @@ START_TEST(test_svg_timeline)
 	}
 	frag_compute(v, 8, &fs);
 	ck_assert_int_eq(tl_write_svg_file(&t, path, "test <pid 77>", 400000000ULL,
-					   &st, &fs), 0);
+					   &st, &fs, 250000000ULL), 0);
 	svg = slurp(path, NULL);
 	ck_assert_ptr_nonnull(svg);
 	ck_assert_ptr_nonnull(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
@@ -975,7 +1007,8 @@ START_TEST(test_svg_timeline)
 	ck_assert_ptr_nonnull(strstr(svg, "stroke=\"#e00000\""));
 	/* two address clusters, the gap between them left out */
 	ck_assert_int_eq(count_str(svg, "never-used address range"), 1);
-	ck_assert_ptr_nonnull(strstr(svg, "score 86/100"));
+	ck_assert_ptr_nonnull(strstr(svg, "worst fragmentation, at 0.240 s: score 86/100"));
+	ck_assert_int_eq(count_str(svg, "class=\"worst\""), 1);
 	ck_assert_ptr_nonnull(strstr(svg, "large allocations will fail"));
 	free(svg);
 	/* the cap counts what it leaves out */
@@ -1605,6 +1638,35 @@ START_TEST(test_det_frag_pattern)
 }
 END_TEST
 
+START_TEST(test_det_frag_unused_holes)
+{
+	/* an allocator that takes fresh addresses although a hole fits (a
+	 * virtual-memory or bump allocator) loses nothing to its holes: the
+	 * score is measured but not alerted */
+	struct det x;
+	static const char *const over[] = { "svg_path=\"\"", "interval_ms=10", NULL };
+	const uint64_t base = 0x7f7700000000ULL;
+
+	det_open(&x, "cuda_frag", over);
+	for (int i = 0; i < 32; i++)
+		feed(&x, mk_alloc(810, SEC, base + (uint64_t)i * MiB, MiB, 0,
+				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;blk;main"), &alloc_schema);
+	feed(&x, mk_free(810, SEC, base + 1 * MiB, NT_CUDA_LAYER_RUNTIME), &free_schema);
+	feed(&x, mk_free(810, SEC, base + 3 * MiB, NT_CUDA_LAYER_RUNTIME), &free_schema);
+	x.d->poll(x.state, 1, 100); /* 2 holes: below min_holes */
+	ck_assert_int_eq(pub_count("alert.cuda_frag"), 0);
+	for (int i = 0; i < 5; i++) /* fit a 1 MiB hole, placed past the span */
+		feed(&x, mk_alloc(810, SEC, base + (uint64_t)(100 + i) * MiB, MiB, 0,
+				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;blk;main"), &alloc_schema);
+	for (int i = 5; i < 32; i += 2)
+		feed(&x, mk_free(810, SEC, base + (uint64_t)i * MiB, NT_CUDA_LAYER_RUNTIME),
+		     &free_schema);
+	x.d->poll(x.state, 1, 100);
+	ck_assert_int_eq(pub_count("alert.cuda_frag"), 0);
+	det_close(&x);
+}
+END_TEST
+
 START_TEST(test_det_frag_bad_svg_path)
 {
 	struct det x;
@@ -1751,6 +1813,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_stack_totals);
 	tcase_add_test(t, test_leak_steady);
 	tcase_add_test(t, test_leak_growing);
+	tcase_add_test(t, test_leak_realert_doubling);
 	tcase_add_test(t, test_leak_threshold_edge);
 	tcase_add_test(t, test_leak_sawtooth_cache);
 	tcase_add_test(t, test_leak_sawtooth_leaking);
@@ -1776,6 +1839,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_det_errors_ratelimit);
 	tcase_add_test(t, test_det_errors_global_limit);
 	tcase_add_test(t, test_det_frag_pattern);
+	tcase_add_test(t, test_det_frag_unused_holes);
 	tcase_add_test(t, test_det_frag_bad_svg_path);
 	tcase_add_test(t, test_det_hang);
 	suite_add_tcase(s, t);

@@ -88,6 +88,8 @@ struct fr_proc {
 	struct frag_used used;
 	struct frag_trend trend;
 	struct frag_stats last;
+	struct frag_stats worst; /* highest score seen, for the picture */
+	uint64_t worst_ns;
 	bool dirty, alerted, have_stats;
 	/* does the allocator put new blocks into freed address space? */
 	uint64_t fills;  /* allocations that reused freed addresses */
@@ -147,6 +149,10 @@ static void fr_compute(struct fr *f, struct fr_proc *p)
 		return;
 	frag_compute_used(v, (size_t)n, &p->used, &p->last);
 	p->stats_ns = mono_now_ns();
+	if (p->last.score > p->worst.score || !p->worst_ns) {
+		p->worst = p->last;
+		p->worst_ns = p->stats_ns;
+	}
 	p->have_stats = true;
 	p->dirty = false;
 	free(v);
@@ -193,7 +199,8 @@ static const char *fr_write_svg(struct fr *f, struct fr_proc *p, char *path,
 		 "CUDA memory timeline: pid %u (%s), device %d", p->pid, p->comm,
 		 p->dev);
 	err = tl_write_svg_file(&p->tl, path, title, mono_now_ns(), &f->tr.st,
-				&p->last);
+				p->worst.score > 0 ? &p->worst : &p->last,
+				p->worst.score > 0 ? p->worst_ns : 0);
 	if (err) {
 		f->host->log(f->inst, NT_LOG_WARN, "cannot write %s: %s", path,
 			     strerror(-err));

@@ -62,9 +62,13 @@ static const struct nt_metric_desc m_alerts_desc = {
 struct hg_proc {
 	struct hang_proc h;
 	char comm[NT_COMM_LEN + 1];
-	int64_t cpu_prev;     /* process CPU ticks at the previous check */
-	uint64_t cpu_prev_ns;
-	double cpu_percent;   /* over the last check interval */
+	/* what the process does while quiet, from the checks since the first
+	 * one that found it without GPU activity for an interval */
+	uint64_t quiet_seen_act; /* last_act_ns when the quiet sampling began */
+	int64_t cpu_quiet;       /* CPU ticks then, -1 none */
+	uint64_t cpu_quiet_ns;
+	uint32_t checks, runnable; /* checks in the quiet period, state R seen */
+	double cpu_percent;      /* over the quiet period */
 };
 
 struct hg {
@@ -100,7 +104,7 @@ static struct hg_proc *hg_proc_get(struct hg *g, uint32_t pid, const char *comm)
 	if (!p)
 		return NULL;
 	hang_proc_init(&p->h, pid);
-	p->cpu_prev = -1;
+	p->cpu_quiet = -1;
 	snprintf(p->comm, sizeof(p->comm), "%s", comm ? comm : "");
 	g->procs[g->np++] = p;
 	return p;
@@ -143,14 +147,16 @@ static void hg_alert(struct hg *g, struct hg_proc *p, uint64_t now)
 	sb_init(&ev);
 	sb_init(&msg);
 	sb_printf(&ev, "{\"pid\":%u,\"quiet_s\":%.3f,\"timeout_s\":%.3f,"
-		       "\"cpu_percent\":%.1f,\"launches\":%" PRIu64
+		       "\"cpu_percent\":%.1f,\"runnable_checks\":%u,\"quiet_checks\":%u,"
+		       "\"launches\":%" PRIu64
 		       ",\"last_activity\":{\"kind\":\"%s\",\"function\":",
 		  h->pid, quiet, (double)g->cfg->timeout_ms / 1e3, p->cpu_percent,
-		  h->launches, act_name(h->last_act_kind));
+		  p->runnable, p->checks, h->launches, act_name(h->last_act_kind));
 	sb_json_str(&ev, h->last_act_func);
 	sb_printf(&ev, ",\"s_ago\":%.3f}", h->last_act_ns ?
 		  (double)(now - h->last_act_ns) / 1e9 : -1.0);
-	stack_user_frame(stacktab_get(&g->st, h->launch_stack), lfn, sizeof(lfn));
+	stack_caller(stacktab_get(&g->st, h->launch_stack), h->launch_name, lfn,
+		     sizeof(lfn));
 	if (h->launch_ns) {
 		sb_puts(&ev, ",\"last_launch\":{\"kernel\":");
 		sb_json_str(&ev, h->launch_name);
@@ -200,7 +206,8 @@ static void hg_alert(struct hg *g, struct hg_proc *p, uint64_t now)
 		       "the last kernel launched; py-spy dump and cuda-gdb "
 		       "attach show where; for NCCL set NCCL_DEBUG=INFO and "
 		       "check every rank";
-	} else if (p->cpu_percent >= 50.0) {
+	} else if (p->cpu_percent >= 25.0 ||
+		   (p->checks >= 2 && 2 * p->runnable >= p->checks)) {
 		sb_printf(&msg, "; no thread inside a CUDA sync, CPU %.0f%% busy: "
 				"the host side stopped feeding the GPU",
 			  p->cpu_percent);
@@ -239,16 +246,31 @@ static void hg_tick(struct hg *g)
 	for (size_t i = 0; i < g->np;) {
 		struct hg_proc *p = g->procs[i];
 		int alive = proc_alive(g->cfg->proc_root, p->h.pid);
-		int64_t cpu = alive ? proc_cpu_ticks(g->cfg->proc_root, p->h.pid) : -1;
+		uint64_t iv = (uint64_t)g->cfg->interval_ms * 1000000ULL;
 		char ps[16];
 		const char *lv[1] = { ps };
 
-		if (cpu >= 0 && p->cpu_prev >= 0 && now > p->cpu_prev_ns && g->clk_tck > 0)
-			p->cpu_percent = 100.0 * (double)(cpu - p->cpu_prev) /
-					 (double)g->clk_tck /
-					 ((double)(now - p->cpu_prev_ns) / 1e9);
-		p->cpu_prev = cpu;
-		p->cpu_prev_ns = now;
+		/* quiet for an interval: sample the process's CPU use and
+		 * state until activity resumes */
+		if (alive && p->h.seen && now - p->h.last_act_ns >= iv) {
+			if (p->cpu_quiet < 0 || p->quiet_seen_act != p->h.last_act_ns) {
+				p->quiet_seen_act = p->h.last_act_ns;
+				p->cpu_quiet = proc_cpu_ticks(g->cfg->proc_root, p->h.pid);
+				p->cpu_quiet_ns = now;
+				p->checks = p->runnable = 0;
+				p->cpu_percent = 0;
+			} else {
+				int64_t cpu = proc_cpu_ticks(g->cfg->proc_root, p->h.pid);
+
+				if (cpu >= 0 && g->clk_tck > 0 && now > p->cpu_quiet_ns)
+					p->cpu_percent = 100.0 * (double)(cpu - p->cpu_quiet) /
+							 (double)g->clk_tck /
+							 ((double)(now - p->cpu_quiet_ns) / 1e9);
+			}
+			p->checks++;
+			if (proc_state(g->cfg->proc_root, p->h.pid) == 'R')
+				p->runnable++;
+		}
 		switch (hang_check(&p->h, now, timeout, alive)) {
 		case HANG_GONE:
 			hg_forget(g, i);

@@ -195,22 +195,45 @@ const char *stack_top(const char *stack, char *out, size_t len)
 	return stack_frame(stack, 0, out, len);
 }
 
-static bool cuda_lib_frame(const char *f)
+static bool cuda_frame(const char *f)
 {
-	return strstr(f, "libcudart") || strstr(f, "libcuda.so") ||
-	       strstr(f, "libcuda-");
+	if (strstr(f, "libcudart") || strstr(f, "libcuda.so") ||
+	    strstr(f, "libcuda-"))
+		return true;
+	if (strncmp(f, "cuda", 4) == 0 && f[4] >= 'A' && f[4] <= 'Z')
+		return true;
+	if (strncmp(f, "cu", 2) == 0 && f[2] >= 'A' && f[2] <= 'Z')
+		return true;
+	return strncmp(f, "__cuda", 6) == 0;
+}
+
+const char *stack_caller(const char *stack, const char *skip, char *out,
+			 size_t len)
+{
+	unsigned last = 0;
+
+	for (unsigned i = 0; i < 16; i++) {
+		stack_frame(stack, i, out, len);
+		if (!out[0])
+			break;
+		if (cuda_frame(out))
+			last = i;
+	}
+	for (unsigned i = last + 1; i < last + 64; i++) {
+		stack_frame(stack, i, out, len);
+		if (!out[0])
+			break;
+		if (strncmp(out, "__device_stub__", 15) == 0 ||
+		    (skip && skip[0] && strcmp(out, skip) == 0))
+			continue;
+		return out;
+	}
+	return stack_frame(stack, 0, out, len);
 }
 
 const char *stack_user_frame(const char *stack, char *out, size_t len)
 {
-	for (unsigned i = 1; i < 64; i++) {
-		stack_frame(stack, i, out, len);
-		if (!out[0])
-			break;
-		if (!cuda_lib_frame(out))
-			return out;
-	}
-	return stack_frame(stack, 0, out, len);
+	return stack_caller(stack, NULL, out, len);
 }
 
 uint64_t mono_now_ns(void)
@@ -251,6 +274,14 @@ int proc_alive(const char *root, uint32_t pid)
 	if (!s)
 		return 0;
 	return !(*s == 'Z' || *s == 'X' || *s == 'x');
+}
+
+char proc_state(const char *root, uint32_t pid)
+{
+	char buf[1024];
+	const char *s = read_stat(root, pid, buf, sizeof(buf));
+
+	return s ? *s : 0;
 }
 
 int64_t proc_cpu_ticks(const char *root, uint32_t pid)

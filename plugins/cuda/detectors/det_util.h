@@ -46,9 +46,13 @@ const char *fmt_bytes(uint64_t v, char *buf, size_t len);
 const char *stack_frame(const char *stack, unsigned idx, char *out, size_t len);
 /* The first frame of a stack text. */
 const char *stack_top(const char *stack, char *out, size_t len);
-/* The caller's frame: the first frame after frame 0 that is not inside the
- * CUDA runtime or driver libraries (libcudart, libcuda); frame 0 when the
- * stack has one frame only. This is "where in the user's code". */
+/* The caller's frame, "where in the user's code": the first frame after the
+ * last CUDA frame among the innermost 16 (a CUDA API function: "cuda" or
+ * "cu" followed by a capital; or a frame inside libcudart/libcuda); frames equal
+ * to `skip` (a kernel's name: its host stub) or nvcc's __device_stub__
+ * wrappers are passed over too. Frame 0 when nothing else is left. */
+const char *stack_caller(const char *stack, const char *skip, char *out,
+			 size_t len);
 const char *stack_user_frame(const char *stack, char *out, size_t len);
 
 uint64_t mono_now_ns(void);
@@ -56,6 +60,8 @@ uint64_t mono_now_ns(void);
 /* Process state from /proc/PID/stat: 1 runs (any state but zombie/dead),
  * 0 gone or zombie. `proc_root` is normally "/proc" (tests pass another). */
 int proc_alive(const char *proc_root, uint32_t pid);
+/* The process's state letter (R, S, D, T, Z, ...), or 0 when gone. */
+char proc_state(const char *proc_root, uint32_t pid);
 /* utime+stime of the process in clock ticks, or -1. */
 int64_t proc_cpu_ticks(const char *proc_root, uint32_t pid);
 

@@ -201,7 +201,7 @@ static double nice_step(double range, int ticks)
 
 int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 		 uint64_t t_end, const struct stacktab *st,
-		 const struct frag_stats *fs)
+		 const struct frag_stats *fs, uint64_t fs_ts)
 {
 	const double W = SVG_W - PL - PR, H = SVG_H - PT - PB;
 	struct cluster *c = NULL;
@@ -248,10 +248,17 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 	if (fs) {
 		frag_reading(fs, line, sizeof(line));
 		sb_xml_str(&sb, line);
-		fprintf(f, "<text x=\"%d\" y=\"44\">fragmentation at the end: score %.0f/100, "
+		char when[64];
+
+		if (fs_ts && fs_ts >= tmin)
+			snprintf(when, sizeof(when), "worst fragmentation, at %.3f s",
+				 (double)(fs_ts - tmin) / 1e9);
+		else
+			snprintf(when, sizeof(when), "fragmentation at the end");
+		fprintf(f, "<text x=\"%d\" y=\"44\">%s: score %.0f/100, "
 			   "external %.2f, %" PRIu64 " holes, free in span %s, largest hole %s, "
 			   "span %s</text>\n",
-			PL, fs->score, fs->external, fs->holes,
+			PL, when, fs->score, fs->external, fs->holes,
 			fmt_bytes(fs->free_bytes, b1, sizeof(b1)),
 			fmt_bytes(fs->largest_hole, b2, sizeof(b2)),
 			fmt_bytes(fs->span, line + 400, 32));
@@ -335,6 +342,19 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 				fmt_bytes(r->size, b1, sizeof(b1)));
 		nfail++;
 	}
+	/* the moment of the worst fragmentation */
+	if (fs && fs_ts && fs_ts >= tmin && fs_ts <= tmax) {
+		double x = PL + W * (double)(fs_ts - tmin) / (double)(tmax - tmin);
+
+		fprintf(f, "<line class=\"worst\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" "
+			   "y2=\"%.0f\" stroke=\"#555555\" stroke-width=\"1\" "
+			   "stroke-dasharray=\"2,2\"><title>worst fragmentation: score "
+			   "%.0f, %" PRIu64 " holes</title></line>\n",
+			x, PT, x, PT + H, fs->score, fs->holes);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"10\" fill=\"#555555\" "
+			   "text-anchor=\"middle\">worst: score %.0f</text>\n",
+			x, PT + H + 48, fs->score);
+	}
 	/* time axis */
 	{
 		double step = nice_step(span_s, 10);
@@ -386,7 +406,8 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 
 int tl_write_svg_file(const struct timeline *t, const char *path,
 		      const char *title, uint64_t t_end,
-		      const struct stacktab *st, const struct frag_stats *fs)
+		      const struct stacktab *st, const struct frag_stats *fs,
+		      uint64_t fs_ts)
 {
 	char tmp[4096];
 	FILE *f;
@@ -397,7 +418,7 @@ int tl_write_svg_file(const struct timeline *t, const char *path,
 	f = fopen(tmp, "we");
 	if (!f)
 		return -errno;
-	err = tl_write_svg(t, f, title, t_end, st, fs);
+	err = tl_write_svg(t, f, title, t_end, st, fs, fs_ts);
 	if (fclose(f) != 0 && !err)
 		err = -errno;
 	if (!err && rename(tmp, path) != 0)

@@ -40,15 +40,17 @@ uint32_t tl_alloc(struct timeline *t, uint64_t ptr, uint64_t size,
 void tl_free(struct timeline *t, uint32_t idx, uint64_t ts);
 void tl_failed(struct timeline *t, uint64_t size, uint64_t ts, uint32_t stack);
 
-/* Writes the picture. `fs` (may be NULL) is the latest fragmentation
- * reading, printed under the title; t_end closes live bars. Returns 0 or a
- * negative errno. */
+/* Writes the picture. `fs` (may be NULL) is a fragmentation reading printed
+ * under the title: the worst one of the run when fs_ts is its time (then a
+ * marker line shows that moment), else the current one (fs_ts 0); t_end
+ * closes live bars. Returns 0 or a negative errno. */
 int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 		 uint64_t t_end, const struct stacktab *st,
-		 const struct frag_stats *fs);
+		 const struct frag_stats *fs, uint64_t fs_ts);
 /* Same, to a path (written to PATH.tmp, then renamed). */
 int tl_write_svg_file(const struct timeline *t, const char *path,
 		      const char *title, uint64_t t_end,
-		      const struct stacktab *st, const struct frag_stats *fs);
+		      const struct stacktab *st, const struct frag_stats *fs,
+		      uint64_t fs_ts);
 
 #endif
