@@ -42,7 +42,7 @@ enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3 };
 
 #define TICK_MS 100
 #define STATS_EVERY 10          /* ticks: BPF counters -> metrics */
-#define FIND_TRIES 30           /* ticks a pending process may stay unfound */
+#define FIND_TRIES 10           /* ticks an exec'd process may stay unfound (libs loading) */
 #define INIT_TRIES 100          /* ticks waiting for an interpreter to initialise */
 /* A cached code object is re-checked (its name pointers, one small read)
  * when used again after this long: a freed code object's address is soon
@@ -328,6 +328,7 @@ struct pyp {
 	struct py_map fnpub;   /* interned function label -> struct fn_pub */
 	struct bpf_link *l_entry, *l_return, *l_exc;
 	bool in_bpf;
+	uint64_t unresolved; /* frames whose code object could not be read */
 };
 
 struct thr {
@@ -739,6 +740,7 @@ static uint32_t frame_of(struct py_plugin *st, struct pyp *p,
 
 	if (!e) {
 		st->unresolved++;
+		p->unresolved++;
 		return py_agg_frame(st->agg, "<unresolved>", "?", 0);
 	}
 	if (p->layout.minor == 10) {
@@ -1589,8 +1591,17 @@ static void proc_gone(struct py_plugin *st, uint32_t pid)
 	if (!p)
 		return;
 	if (p->status == PS_ATTACHED && st->rb) {
+		uint64_t all = 0;
+		struct py_func_row row;
+
 		ring_buffer__consume(st->rb);
 		publish_all(st, pid);
+		py_agg_top(st->agg, pid, 1, &row, &all);
+		st->host->log(st->inst, NT_LOG_INFO,
+			      "pid %u exited: %llu samples kept; %llu frames could not be "
+			      "named (the process was gone before their code was read)",
+			      pid, (unsigned long long)all,
+			      (unsigned long long)p->unresolved);
 	}
 	py_agg_forget(st->agg, pid);
 	while (py_map_next(&st->threads, &it, &k, &v))
