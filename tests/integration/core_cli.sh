@@ -53,6 +53,14 @@ plugins = ( { plugin = "fixture_new_major"; } );
 C
 expect 2 "plugin ABI 2\.0 is not supported by this ntcore \(ABI 1\.1\)" -- -c "$T/abi.conf" --check
 
+# A plugin built against the previous minor's descriptor layout runs.
+cat >"$T/old.conf" <<'C'
+plugins = ( { plugin = "fixture_old_minor"; }, { plugin = "stdout"; } );
+C
+expect 0 "fixture_old_minor\.0 +probe +attached" -- -c "$T/old.conf" -d 1
+"$NT" --list-plugins 2>&1 | grep -qE "^  fixture_old_minor +probe +1\.0 " &&
+  pass "--list-plugins shows ABI 1.0 for the old plugin" || fail "old plugin not listed as 1.0"
+
 mkdir -p "$T/perm"
 cp "$B/sinks/file/file.so" "$T/perm/file.so"
 chmod 0666 "$T/perm/file.so"
