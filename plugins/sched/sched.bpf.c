@@ -47,6 +47,14 @@ struct {
 	__uint(max_entries, 256 * 1024); /* ringbuf_kb, set before load */
 } events SEC(".maps");
 
+/* The last switch-in seen on each CPU (sched_chain_ok, sched_acct_lost). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sched_cpu_last);
+} cpu_last SEC(".maps");
+
 /* Inserts refused because `threads` or `hists` was full, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -85,11 +93,17 @@ static __always_inline void count_full(void)
 		__sync_fetch_and_add(n, 1);
 }
 
+static __always_inline __u64 task_runtime(bool btf, struct task_struct *t)
+{
+	return TASK_READ(btf, t, se.sum_exec_runtime);
+}
+
 /* The thread's entry; created when `create` and the thread is not exiting
  * (an exiting thread was flushed by sched_process_exit and must not come
- * back). */
+ * back). `now` 0: not read yet. */
 static __always_inline struct sched_tstat *
-thread_get(bool btf, struct task_struct *t, __u32 tid, __u32 tgid, bool create)
+thread_get(bool btf, struct task_struct *t, __u32 tid, __u32 tgid, bool create,
+	   __u64 now)
 {
 	struct sched_tstat *s = bpf_map_lookup_elem(&threads, &tid);
 	struct sched_tstat init = {};
@@ -99,10 +113,12 @@ thread_get(bool btf, struct task_struct *t, __u32 tid, __u32 tgid, bool create)
 		return s;
 	if (!create || (TASK_READ(btf, t, flags) & SCHED_PF_EXITING))
 		return NULL;
-	/* New, or a stale entry of a reused tid: start over. */
+	/* New, or a stale entry of a reused tid: start over. Runtime before
+	 * this moment is not counted. */
 	init.tgid = tgid;
 	init.tid = tid;
-	init.first_ts = bpf_ktime_get_ns();
+	init.first_ts = now ? now : bpf_ktime_get_ns();
+	init.se_last = task_runtime(btf, t);
 	bpf_core_read_str(init.comm, sizeof(init.comm), &t->comm);
 	err = bpf_map_update_elem(&threads, &tid, &init, s ? BPF_ANY : BPF_NOEXIST);
 	if (err && err != -17 /* EEXIST: raced with another CPU */) {
@@ -144,31 +160,45 @@ static __always_inline int on_switch(bool btf, bool preempt,
 	__u32 ptid = TASK_READ(btf, prev, pid), ntid = TASK_READ(btf, next, pid);
 	bool pok = ptid && nt_target_ok(ptgid);
 	bool nok = ntid && nt_target_ok(ntgid);
-	__u64 now, slice = 0, wait = 0;
-	__u32 cpu, state = 0;
-	struct sched_tstat *s;
+	__u64 now, slice = 0, wait = 0, prev_se = 0, next_se = 0;
+	__u32 cpu, state = 0, zero = 0;
+	struct sched_cpu_last *cl = bpf_map_lookup_elem(&cpu_last, &zero);
+	struct sched_tstat *lost_s = NULL, *prev_s = NULL, *next_s = NULL;
 	struct sched_switch_ev *ev;
 
-	if (!pok && !nok)
+	if (cl && cl->tid && cl->tid != ptid) {
+		/* The tracked task switched in last on this CPU left it
+		 * without a sched_switch we saw. */
+		__u32 lost = cl->tid;
+
+		lost_s = bpf_map_lookup_elem(&threads, &lost);
+	}
+	if (!pok && !nok) {
+		if (cl && cl->tid) {
+			if (lost_s)
+				sched_acct_lost(lost_s, cl->ts);
+			cl->tid = 0;
+		}
 		return 0;
+	}
 	now = bpf_ktime_get_ns();
 	cpu = bpf_get_smp_processor_id();
 	if (pok) {
 		state = task_state(btf, prev);
-		s = thread_get(btf, prev, ptid, ptgid, true);
-		if (s) {
-			if (s->on_ts && now > s->on_ts)
-				slice = now - s->on_ts;
-			/* Preempted, or its sleep was cancelled (state back to
-			 * running): it stays queued, an involuntary switch. */
-			sched_acct_out(s, now, preempt || state == 0);
-		}
+		prev_s = thread_get(btf, prev, ptid, ptgid, true, now);
+		if (prev_s)
+			prev_se = task_runtime(btf, prev);
 	}
 	if (nok) {
-		s = thread_get(btf, next, ntid, ntgid, true);
-		if (s && sched_acct_in(s, now, cpu, &wait))
-			hist_add(ntgid, wait);
+		next_s = thread_get(btf, next, ntid, ntgid, true, now);
+		if (next_s)
+			next_se = task_runtime(btf, next);
 	}
+	/* Preempted, or its sleep was cancelled (state back to running): it
+	 * stays queued, an involuntary switch. */
+	if (sched_switch_acct(cl, lost_s, prev_s, prev_se, preempt || state == 0,
+			      next_s, next_se, now, cpu, &slice, &wait))
+		hist_add(ntgid, wait);
 	if (!switch_events)
 		return 0;
 	ev = nt_reserve(&events, sizeof(*ev));
@@ -197,9 +227,9 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p)
 
 	if (!nt_target_ok(tgid) || !tid)
 		return 0;
-	s = thread_get(btf, p, tid, tgid, true);
+	s = thread_get(btf, p, tid, tgid, true, 0);
 	if (s)
-		sched_acct_wake(s, bpf_ktime_get_ns());
+		sched_acct_wake(s, bpf_ktime_get_ns(), task_runtime(btf, p));
 	return 0;
 }
 
@@ -210,7 +240,7 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p)
 
 	if (!nt_target_ok(tgid) || !tid)
 		return 0;
-	s = thread_get(btf, p, tid, tgid, true);
+	s = thread_get(btf, p, tid, tgid, true, 0);
 	if (s)
 		__sync_fetch_and_add(&s->migrations, 1);
 	return 0;
@@ -246,13 +276,16 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 	/* do_exit() decrements signal->live before this tracepoint. */
 	bool group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	struct sched_exit_rec *rec;
-	__u64 now, on, off;
+	struct sched_cpu_last *cl;
+	__u32 zero = 0;
+	__u64 now;
 
 	if (s && s->tgid != tgid)
 		s = NULL;
 	if (!s && !(group_dead && nt_target_ok(tgid)))
 		return 0;
 	now = bpf_ktime_get_ns();
+	cl = bpf_map_lookup_elem(&cpu_last, &zero);
 	rec = nt_reserve(&events, sizeof(*rec));
 	if (rec) {
 		rec->hdr.type = SCHED_REC_EXIT;
@@ -263,11 +296,10 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 		bpf_core_read_str(rec->hdr.comm, sizeof(rec->hdr.comm), &p->comm);
 		if (s) {
 			__builtin_memcpy(&rec->st, s, sizeof(rec->st));
-			sched_acct_now(s, now, &on, &off);
-			rec->st.oncpu_ns = on;
-			rec->st.offcpu_ns = off;
+			rec->st.oncpu_ns = sched_acct_exit(s, now,
+							   task_runtime(btf, p),
+							   sched_chain_ok(s, cl));
 			rec->st.on_ts = 0;
-			rec->st.off_ts = 0;
 			rec->st.wake_ts = 0;
 			rec->has_stats = 1;
 		} else {
@@ -278,8 +310,11 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 		__builtin_memset(rec->pad, 0, sizeof(rec->pad));
 		bpf_ringbuf_submit(rec, 0);
 	}
-	if (s)
+	if (s) {
 		bpf_map_delete_elem(&threads, &tid);
+		if (cl && cl->tid == tid)
+			cl->tid = 0;
+	}
 	return 0;
 }
 

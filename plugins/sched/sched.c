@@ -36,10 +36,9 @@ enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3 };
  * the exit, so every export (Prometheus scrape, file sink line) sees their
  * final value at least once. */
 #define DEAD_TICKS 2
-/* Thread-map entries idle this long are checked against /proc (a thread
- * whose exit record was lost would otherwise stay forever). */
-#define STALE_NS (30ull * 1000000000ull)
-#define STALE_EVERY 10 /* ticks */
+/* Every this many ticks, thread-map entries are checked against /proc (a
+ * thread whose exit record was lost would otherwise stay forever). */
+#define STALE_EVERY 10
 #define BATCH 1024
 
 struct sched_cfg {
@@ -410,9 +409,10 @@ static void thr_retire(struct sched_state *st, struct thr *t)
 	free(sched_map_del(&st->threads, t->tid));
 }
 
-/* New totals of one thread (from the map, or from its exit record). */
+/* New totals of one thread (from the map, or from its exit record);
+ * `se_now`: its kernel runtime read now, 0 when unknown. */
 static void thread_update(struct sched_state *st, const struct sched_tstat *s,
-			  uint64_t now, bool exited)
+			  uint64_t now, uint64_t se_now, bool exited)
 {
 	struct thr *t = sched_map_get(&st->threads, s->tid);
 	struct sched_totals cur, d;
@@ -435,7 +435,7 @@ static void thread_update(struct sched_state *st, const struct sched_tstat *s,
 	t->seen_tick = st->tick;
 	t->missing = 0;
 	copy_comm(t->comm, s->comm);
-	sched_totals_from(s, now, &cur);
+	sched_totals_from(s, now, se_now, &cur);
 	changed = sched_totals_advance(&t->pub, &cur, &d);
 	if (changed || !t->has_series || strcmp(t->label_comm, t->comm))
 		thread_series(st, t, &d);
@@ -457,7 +457,7 @@ static void on_exit_rec(struct sched_state *st, const struct sched_exit_rec *r)
 
 		/* The record's name is the one at exit. */
 		memcpy(s.comm, r->hdr.comm, NT_COMM_LEN);
-		thread_update(st, &s, now, true);
+		thread_update(st, &s, now, 0, true);
 	}
 	if (r->group_dead) {
 		struct proc *p = proc_get(st, r->hdr.pid);
@@ -507,22 +507,42 @@ static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
 
 /* ---- reading the maps ---------------------------------------------- */
 
+/* The kernel's runtime of a thread (first field of schedstat), 0 when it
+ * cannot be read (gone, or another pid namespace). */
+static uint64_t proc_runtime(uint32_t tgid, uint32_t tid)
+{
+	char path[64], buf[96];
+	uint64_t ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/schedstat", tgid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f))
+		ns = strtoull(buf, NULL, 10);
+	fclose(f);
+	return ns;
+}
+
 static void entry_seen(struct sched_state *st, __u32 tid,
 		       const struct sched_tstat *s, uint64_t now, bool stale_check)
 {
-	if (stale_check && s->off_ts && now > s->off_ts &&
-	    now - s->off_ts > STALE_NS) {
+	if (stale_check && !s->on_ts) {
 		char path[64];
 
 		snprintf(path, sizeof(path), "/proc/%u/task/%u", s->tgid, tid);
-		if (access(path, F_OK) != 0) {
+		if (access(path, F_OK) != 0 && errno == ENOENT) {
 			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.threads),
 					    &tid);
-			thread_update(st, s, now, true);
+			thread_update(st, s, now, 0, true);
 			return;
 		}
 	}
-	thread_update(st, s, now, false);
+	/* Believed running: the slice in progress, from the kernel's count
+	 * (at most one such thread per CPU). */
+	thread_update(st, s, now, s->on_ts ? proc_runtime(s->tgid, tid) : 0,
+		      false);
 }
 
 static void read_threads(struct sched_state *st, uint64_t now)

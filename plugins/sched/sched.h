@@ -35,15 +35,19 @@
 
 /*
  * Per-thread state and totals; the value of the BPF `threads` hash map keyed
- * by thread id. Totals count from the moment the thread was first seen.
- * Off-CPU time is everything between leaving a CPU and entering one again:
- * sleeping, blocking and waiting on a run queue (runq_ns is that last part).
+ * by thread id. Totals count from the moment the thread was first seen
+ * (first_ts). Off-CPU time is not kept: it is the rest of that lifetime
+ * (sleeping, blocking, waiting on a run queue; runq_ns is that last part).
+ *
+ * On-CPU slices are timed from switch-in to switch-out when both were seen
+ * on the same CPU in a row (the "chain"). When the kernel did not report a
+ * switch (some do not, for some tasks), the kernel's own per-task runtime
+ * (se.sum_exec_runtime, sampled into se_last at every switch) fills the gap.
  */
 struct sched_tstat {
 	__u32 tgid;
 	__u32 tid;
-	__u64 oncpu_ns;   /* completed on-CPU slices */
-	__u64 offcpu_ns;  /* completed off-CPU periods */
+	__u64 oncpu_ns;   /* completed on-CPU time */
 	__u64 runq_ns;    /* completed run-queue waits */
 	__u64 runq_count; /* how many run-queue waits were measured */
 	__u64 vol;        /* voluntary switches (blocked / slept) */
@@ -51,12 +55,21 @@ struct sched_tstat {
 	__u64 migrations; /* moves to another CPU */
 	__u64 wakeups;    /* sched_wakeup / sched_wakeup_new of this thread */
 	__u64 on_ts;      /* CLOCK_MONOTONIC ns of the switch-in; 0 = not running */
-	__u64 off_ts;     /* ns of the switch-out; 0 = running or unknown */
 	__u64 wake_ts;    /* ns it became runnable and queued; 0 = not queued */
 	__u64 first_ts;   /* ns it was first seen */
-	__u32 cpu;        /* CPU it last ran on */
+	__u64 se_last;    /* kernel runtime (sum_exec_runtime) at the last switch */
+	__u64 se_wake;    /* kernel runtime when it was queued (wake_ts) */
+	__u32 cpu;        /* CPU of the last switch-in */
 	__u32 pad;
 	char comm[NT_COMM_LEN];
+};
+
+/* The last switch-in seen on one CPU (per-CPU map `cpu_last`): who should be
+ * the next task to leave it. tid 0: an untracked task. */
+struct sched_cpu_last {
+	__u32 tid;
+	__u32 pad;
+	__u64 ts;
 };
 
 /* Run-queue latency of one process (key tgid), or of all (key 0). */
@@ -154,67 +167,146 @@ static __always_inline __u32 sched_hist_slot(__u64 ns)
 	return slot < SCHED_HIST_SLOTS ? slot : SCHED_HIST_SLOTS - 1;
 }
 
-/* The thread leaves its CPU at `now`. `runnable`: it was preempted and stays
- * on a run queue (involuntary switch); otherwise it blocked (voluntary). */
-static __always_inline void sched_acct_out(struct sched_tstat *s, __u64 now,
-					   int runnable)
+/* Whether the thread now leaving (or exiting on) this CPU is the one whose
+ * switch-in this CPU saw last: then its slice is exactly now - on_ts. */
+static __always_inline int sched_chain_ok(const struct sched_tstat *s,
+					  const struct sched_cpu_last *cl)
 {
-	if (s->on_ts && now > s->on_ts)
-		s->oncpu_ns += now - s->on_ts;
+	return s->on_ts && cl && cl->tid == s->tid && cl->ts == s->on_ts;
+}
+
+/* The thread leaves its CPU at `now` with kernel runtime `se_now`.
+ * `runnable`: it was preempted and stays on a run queue (involuntary
+ * switch); otherwise it blocked (voluntary). Returns the slice counted. */
+static __always_inline __u64 sched_acct_out(struct sched_tstat *s, __u64 now,
+					    __u64 se_now, int chain_ok,
+					    int runnable)
+{
+	__u64 slice = 0;
+
+	if (chain_ok && now > s->on_ts)
+		slice = now - s->on_ts;
+	else if (se_now > s->se_last)
+		slice = se_now - s->se_last; /* the switch-in was not seen */
+	s->oncpu_ns += slice;
+	s->se_last = se_now;
 	s->on_ts = 0;
-	s->off_ts = now;
 	if (runnable) {
 		s->invol++;
 		s->wake_ts = now;
+		s->se_wake = se_now;
 	} else {
 		s->vol++;
 		s->wake_ts = 0;
 	}
+	return slice;
 }
 
-/* The thread enters a CPU at `now`. Returns 1 and sets *wait when a run-queue
- * wait was measured (it had been woken or preempted before). */
+/* The thread enters a CPU at `now` with kernel runtime `se_now`. Runtime it
+ * gathered since its last switch (an unseen switch-out) is counted. Returns 1
+ * and sets *wait when a run-queue wait was measured: it had been woken or
+ * preempted and has not run since (its runtime did not move). */
 static __always_inline int sched_acct_in(struct sched_tstat *s, __u64 now,
-					 __u32 cpu, __u64 *wait)
+					 __u64 se_now, __u32 cpu, __u64 *wait)
 {
 	int measured = 0;
 
-	if (s->off_ts && now > s->off_ts)
-		s->offcpu_ns += now - s->off_ts;
-	if (s->wake_ts && now >= s->wake_ts) {
+	if (se_now > s->se_last)
+		s->oncpu_ns += se_now - s->se_last;
+	if (s->wake_ts && se_now == s->se_wake && now >= s->wake_ts) {
 		*wait = now - s->wake_ts;
 		s->runq_ns += *wait;
 		s->runq_count++;
 		measured = 1;
 	}
-	s->off_ts = 0;
+	s->se_last = se_now;
 	s->wake_ts = 0;
 	s->on_ts = now;
 	s->cpu = cpu;
 	return measured;
 }
 
-/* The thread was made runnable (sched_wakeup, sched_wakeup_new). A thread
- * never seen on or off a CPU (a new one) starts its off-CPU time here. */
-static __always_inline void sched_acct_wake(struct sched_tstat *s, __u64 now)
+/* The thread was made runnable (sched_wakeup, sched_wakeup_new) at `now`
+ * with kernel runtime `se_now`. */
+static __always_inline void sched_acct_wake(struct sched_tstat *s, __u64 now,
+					    __u64 se_now)
 {
 	s->wakeups++;
-	if (!s->wake_ts)
+	if (!s->wake_ts) {
 		s->wake_ts = now;
-	if (!s->on_ts && !s->off_ts)
-		s->off_ts = now;
+		s->se_wake = se_now;
+	}
 }
 
-/* Totals as of `now`, counting the slice or the gap in progress. */
-static __always_inline void sched_acct_now(const struct sched_tstat *s,
-					   __u64 now, __u64 *on, __u64 *off)
+/* This CPU's last switch-in (at `ts`) was this thread's, and another task is
+ * leaving the CPU now: its switch-out went unseen. Its slice is no longer in
+ * progress; the runtime is counted from se at its next switch. */
+static __always_inline void sched_acct_lost(struct sched_tstat *s, __u64 ts)
 {
+	if (s->on_ts == ts)
+		s->on_ts = 0;
+}
+
+/*
+ * One sched_switch on a CPU whose last seen switch-in is *cl: `lost` is the
+ * tracked thread that switch-in was for when it is not `prev` (its
+ * switch-out went unseen), `prev` and `next` the tracked sides (any may be
+ * NULL), `prev_se`/`next_se` their kernel runtimes. Sets *slice (prev's
+ * slice) and, when it returns 1, *wait (next's run-queue wait).
+ */
+static __always_inline int
+sched_switch_acct(struct sched_cpu_last *cl, struct sched_tstat *lost,
+		  struct sched_tstat *prev, __u64 prev_se, int runnable,
+		  struct sched_tstat *next, __u64 next_se, __u64 now, __u32 cpu,
+		  __u64 *slice, __u64 *wait)
+{
+	int measured = 0;
+
+	if (lost && cl)
+		sched_acct_lost(lost, cl->ts);
+	if (prev)
+		*slice = sched_acct_out(prev, now, prev_se,
+					sched_chain_ok(prev, cl), runnable);
+	if (cl)
+		cl->tid = 0;
+	if (next) {
+		measured = sched_acct_in(next, now, next_se, cpu, wait);
+		if (cl) {
+			cl->tid = next->tid;
+			cl->ts = now;
+		}
+	}
+	return measured;
+}
+
+/* On-CPU total at the thread's exit (it is running: this is its CPU). */
+static __always_inline __u64 sched_acct_exit(const struct sched_tstat *s,
+					     __u64 now, __u64 se_now,
+					     int chain_ok)
+{
+	if (chain_ok && now > s->on_ts)
+		return s->oncpu_ns + (now - s->on_ts);
+	if (se_now > s->se_last)
+		return s->oncpu_ns + (se_now - s->se_last);
+	return s->oncpu_ns;
+}
+
+/*
+ * Totals as of `now` (user side). `se_now` is the thread's kernel runtime
+ * read now (/proc/PID/task/TID/schedstat), or 0 when unknown: it counts the
+ * slice in progress of a thread believed running. Off-CPU is the rest of the
+ * time since it was first seen.
+ */
+static __always_inline void sched_acct_now(const struct sched_tstat *s,
+					   __u64 now, __u64 se_now, __u64 *on,
+					   __u64 *off)
+{
+	__u64 life = now > s->first_ts ? now - s->first_ts : 0;
+
 	*on = s->oncpu_ns;
-	*off = s->offcpu_ns;
-	if (s->on_ts && now > s->on_ts)
-		*on += now - s->on_ts;
-	if (s->off_ts && now > s->off_ts)
-		*off += now - s->off_ts;
+	if (s->on_ts && se_now > s->se_last)
+		*on += se_now - s->se_last;
+	*off = life > *on ? life - *on : 0;
 }
 
 #endif /* NTCORE_SCHED_H */

@@ -9,11 +9,11 @@
 #include <string.h>
 
 void sched_totals_from(const struct sched_tstat *s, uint64_t now,
-		       struct sched_totals *out)
+		       uint64_t se_now, struct sched_totals *out)
 {
 	__u64 on, off;
 
-	sched_acct_now(s, now, &on, &off);
+	sched_acct_now(s, now, se_now, &on, &off);
 	out->on_ns = on;
 	out->off_ns = off;
 	out->runq_ns = s->runq_ns;

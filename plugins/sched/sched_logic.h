@@ -20,9 +20,10 @@ struct sched_totals {
 	uint64_t vol, invol, migr, wake;
 };
 
-/* Totals of a map value as of `now` (the slice or gap in progress counted). */
+/* Totals of a map value as of `now`; `se_now`: the thread's kernel runtime
+ * read now, or 0 when unknown (see sched_acct_now). */
 void sched_totals_from(const struct sched_tstat *s, uint64_t now,
-		       struct sched_totals *out);
+		       uint64_t se_now, struct sched_totals *out);
 
 /*
  * delta = cur - *last per field, never negative: a field that reads below

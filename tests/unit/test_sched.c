@@ -99,140 +99,300 @@ END_TEST
 
 /* ---- accounting from synthetic switch sequences -------------------- */
 
+/*
+ * A two-CPU stand-in for the kernel: each thread has its true runtime (what
+ * se.sum_exec_runtime would say) and the CPU's last seen switch-in. sw()
+ * runs what the sched_switch program runs, with `traced` = 0 modelling a
+ * switch the kernel did not report (the runtimes still move).
+ */
+struct sim {
+	struct sched_cpu_last cl[2];
+	struct sched_tstat *t[8];
+	__u64 se[8];      /* true runtime per thread */
+	__u64 since[8];   /* running since (0: not running) */
+	int n;
+};
+
+static int sim_add(struct sim *m, struct sched_tstat *s, __u32 tid, __u64 now)
+{
+	memset(s, 0, sizeof(*s));
+	s->tid = tid;
+	s->tgid = 100;
+	s->first_ts = now;
+	m->t[m->n] = s;
+	m->se[m->n] = 0;
+	m->since[m->n] = 0;
+	return m->n++;
+}
+
+static int sim_idx(const struct sim *m, const struct sched_tstat *s)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->t[i] == s)
+			return i;
+	return -1;
+}
+
+static struct sched_tstat *sim_find(const struct sim *m, __u32 tid)
+{
+	for (int i = 0; i < m->n; i++)
+		if (m->t[i]->tid == tid)
+			return m->t[i];
+	return NULL;
+}
+
+/* The runtime the kernel has for thread i at `now`. */
+static __u64 sim_se(struct sim *m, int i, __u64 now)
+{
+	return m->se[i] + (m->since[i] ? now - m->since[i] : 0);
+}
+
+/* prev/next: NULL for an untracked task (or idle). Returns 1 and sets *wait
+ * when a run-queue wait was measured. */
+static int sw(struct sim *m, int cpu, struct sched_tstat *prev, int runnable,
+	      struct sched_tstat *next, __u64 now, int traced, __u64 *wait)
+{
+	int pi = prev ? sim_idx(m, prev) : -1, ni = next ? sim_idx(m, next) : -1;
+	int measured = 0;
+	__u64 slice = 0;
+
+	if (pi >= 0) { /* the kernel's own accounting */
+		m->se[pi] = sim_se(m, pi, now);
+		m->since[pi] = 0;
+	}
+	if (ni >= 0)
+		m->since[ni] = now;
+	if (traced) {
+		struct sched_cpu_last *cl = &m->cl[cpu];
+		__u32 ptid = prev ? prev->tid : 0;
+		struct sched_tstat *lost =
+			cl->tid && cl->tid != ptid ? sim_find(m, cl->tid) : NULL;
+
+		measured = sched_switch_acct(cl, lost, prev,
+					     pi >= 0 ? m->se[pi] : 0, runnable,
+					     next, ni >= 0 ? m->se[ni] : 0, now,
+					     (__u32)cpu, &slice, wait);
+	}
+	return measured;
+}
+
 START_TEST(test_acct_new_thread_sequence)
 {
-	struct sched_tstat s;
+	struct sim m = { 0 };
+	struct sched_tstat a;
 	__u64 wait = 0, on, off;
 
-	memset(&s, 0, sizeof(s));
-	/* Forked: woken (new) at 100, runs at 150. */
-	sched_acct_wake(&s, 100);
-	ck_assert_int_eq(sched_acct_in(&s, 150, 1, &wait), 1);
+	sim_add(&m, &a, 7, 100);
+	/* Forked and woken (new) at 100, runs at 150 on CPU 1. */
+	sched_acct_wake(&a, 100, 0);
+	ck_assert_int_eq(sw(&m, 1, NULL, 0, &a, 150, 1, &wait), 1);
 	ck_assert_uint_eq(wait, 50);
 	/* Preempted at 1150: still runnable, involuntary. */
-	sched_acct_out(&s, 1150, 1);
-	/* Runs again at 1200 on CPU 2 (waited 50 on the run queue). */
-	ck_assert_int_eq(sched_acct_in(&s, 1200, 2, &wait), 1);
+	sw(&m, 1, &a, 1, NULL, 1150, 1, &wait);
+	/* Runs again at 1200 on CPU 0 (waited 50 on the run queue). */
+	ck_assert_int_eq(sw(&m, 0, NULL, 0, &a, 1200, 1, &wait), 1);
 	ck_assert_uint_eq(wait, 50);
 	/* Blocks at 1700: voluntary, not queued. */
-	sched_acct_out(&s, 1700, 0);
+	sw(&m, 0, &a, 0, NULL, 1700, 1, &wait);
 	/* Woken at 5700, runs at 5710. */
-	sched_acct_wake(&s, 5700);
-	ck_assert_int_eq(sched_acct_in(&s, 5710, 2, &wait), 1);
+	sched_acct_wake(&a, 5700, sim_se(&m, 0, 5700));
+	ck_assert_int_eq(sw(&m, 0, NULL, 0, &a, 5710, 1, &wait), 1);
 	ck_assert_uint_eq(wait, 10);
 
-	ck_assert_uint_eq(s.oncpu_ns, 1000 + 500);
-	ck_assert_uint_eq(s.offcpu_ns, 50 + 50 + 4010);
-	ck_assert_uint_eq(s.runq_ns, 110);
-	ck_assert_uint_eq(s.runq_count, 3);
-	ck_assert_uint_eq(s.vol, 1);
-	ck_assert_uint_eq(s.invol, 1);
-	ck_assert_uint_eq(s.wakeups, 2);
-	ck_assert_uint_eq(s.cpu, 2);
-	ck_assert_uint_eq(s.on_ts, 5710);
-	ck_assert_uint_eq(s.off_ts, 0);
+	ck_assert_uint_eq(a.oncpu_ns, 1000 + 500);
+	ck_assert_uint_eq(a.runq_ns, 110);
+	ck_assert_uint_eq(a.runq_count, 3);
+	ck_assert_uint_eq(a.vol, 1);
+	ck_assert_uint_eq(a.invol, 1);
+	ck_assert_uint_eq(a.wakeups, 2);
+	ck_assert_uint_eq(a.cpu, 0);
+	ck_assert_uint_eq(a.on_ts, 5710);
+	ck_assert_uint_eq(a.se_last, 1500);
 
-	/* Totals now count the slice in progress. */
-	sched_acct_now(&s, 6000, &on, &off);
+	/* Seen at 6000 from user space, running: the slice in progress
+	 * comes from the kernel's runtime; off-CPU is the rest since 100. */
+	sched_acct_now(&a, 6000, sim_se(&m, 0, 6000), &on, &off);
 	ck_assert_uint_eq(on, 1500 + 290);
-	ck_assert_uint_eq(off, 4110);
-	/* Leaves at 6000 (blocked) and the gap is counted as it goes. */
-	sched_acct_out(&s, 6000, 0);
-	sched_acct_now(&s, 9000, &on, &off);
+	ck_assert_uint_eq(off, 5900 - 1790);
+	/* Unknown runtime (unreadable): no estimate, never a guess. */
+	sched_acct_now(&a, 6000, 0, &on, &off);
+	ck_assert_uint_eq(on, 1500);
+	/* Leaves at 6000 (blocked): the slice is exact. */
+	sw(&m, 0, &a, 0, NULL, 6000, 1, &wait);
+	sched_acct_now(&a, 9000, 0, &on, &off);
 	ck_assert_uint_eq(on, 1790);
-	ck_assert_uint_eq(off, 4110 + 3000);
+	ck_assert_uint_eq(off, 8900 - 1790);
+	ck_assert_uint_eq(a.oncpu_ns, sim_se(&m, 0, 9000));
 }
 END_TEST
 
 START_TEST(test_acct_first_seen_running)
 {
-	struct sched_tstat s;
+	struct sim m = { 0 };
+	struct sched_tstat a;
 	__u64 wait = 77, on, off;
 
-	/* Already running when the probe attached: the first event is its
-	 * switch-out, whose slice start is unknown (not counted). */
-	memset(&s, 0, sizeof(s));
-	sched_acct_out(&s, 100, 0);
-	ck_assert_uint_eq(s.oncpu_ns, 0);
-	ck_assert_uint_eq(s.vol, 1);
-	/* Back on at 300 without a wakeup seen: off-CPU 200, no runq wait. */
-	ck_assert_int_eq(sched_acct_in(&s, 300, 0, &wait), 0);
+	/* Already running when the probe attached (entry made at its first
+	 * switch-out, with the kernel's runtime then as the baseline): that
+	 * slice is not counted. */
+	sim_add(&m, &a, 7, 100);
+	m.se[0] = 5000; /* ran before the probe saw it */
+	a.se_last = 5000;
+	sw(&m, 0, &a, 0, NULL, 100, 1, &wait);
+	ck_assert_uint_eq(a.oncpu_ns, 0);
+	ck_assert_uint_eq(a.vol, 1);
+	/* Back on at 300 without a wakeup seen: no run-queue wait. */
+	ck_assert_int_eq(sw(&m, 0, NULL, 0, &a, 300, 1, &wait), 0);
 	ck_assert_uint_eq(wait, 77);
-	ck_assert_uint_eq(s.offcpu_ns, 200);
-	ck_assert_uint_eq(s.runq_count, 0);
-	sched_acct_out(&s, 1300, 1);
-	ck_assert_uint_eq(s.oncpu_ns, 1000);
-	ck_assert_uint_eq(s.invol, 1);
-
-	/* First seen being switched in (was sleeping at attach): the gap
-	 * before is unknown. */
-	memset(&s, 0, sizeof(s));
-	ck_assert_int_eq(sched_acct_in(&s, 500, 3, &wait), 0);
-	ck_assert_uint_eq(s.offcpu_ns, 0);
-	sched_acct_now(&s, 800, &on, &off);
-	ck_assert_uint_eq(on, 300);
-	ck_assert_uint_eq(off, 0);
+	ck_assert_uint_eq(a.runq_count, 0);
+	sw(&m, 0, &a, 1, NULL, 1300, 1, &wait);
+	ck_assert_uint_eq(a.oncpu_ns, 1000);
+	ck_assert_uint_eq(a.invol, 1);
+	sched_acct_now(&a, 1300, 0, &on, &off);
+	ck_assert_uint_eq(off, 200);
 }
 END_TEST
 
 START_TEST(test_acct_wakeup_while_running)
 {
-	struct sched_tstat s;
+	struct sim m = { 0 };
+	struct sched_tstat a;
 	__u64 wait = 0;
 
 	/* A wakeup that lands before the thread got off its CPU (it had set
 	 * a sleep state and was woken before schedule()) must not leave a
 	 * stale queue stamp once it blocks for real. */
-	memset(&s, 0, sizeof(s));
-	sched_acct_in(&s, 0 + 10, 0, &wait);
-	sched_acct_wake(&s, 20);
-	ck_assert_uint_eq(s.off_ts, 0); /* running: no off-CPU start */
-	sched_acct_out(&s, 30, 0);      /* blocks */
-	ck_assert_uint_eq(s.wake_ts, 0);
-	sched_acct_in(&s, 1030, 0, &wait); /* no wakeup seen */
-	ck_assert_uint_eq(s.runq_count, 0);
-	ck_assert_uint_eq(s.offcpu_ns, 1000);
-	ck_assert_uint_eq(s.oncpu_ns, 20);
-	ck_assert_uint_eq(s.wakeups, 1);
+	sim_add(&m, &a, 7, 0);
+	sw(&m, 0, NULL, 0, &a, 10, 1, &wait);
+	sched_acct_wake(&a, 20, sim_se(&m, 0, 20));
+	sw(&m, 0, &a, 0, NULL, 30, 1, &wait); /* blocks */
+	ck_assert_uint_eq(a.wake_ts, 0);
+	sw(&m, 0, NULL, 0, &a, 1030, 1, &wait); /* no wakeup seen */
+	ck_assert_uint_eq(a.runq_count, 0);
+	ck_assert_uint_eq(a.oncpu_ns, 20);
+	ck_assert_uint_eq(a.wakeups, 1);
 }
 END_TEST
 
 START_TEST(test_acct_ping_pong)
 {
 	/* Two threads on one CPU handing it back and forth: their on-CPU
-	 * times add up to the wall time and each one's off-CPU time is the
-	 * other's on-CPU time. */
+	 * times are exact and add up to the elapsed time. */
+	struct sim m = { 0 };
 	struct sched_tstat a, b;
-	__u64 t = 1000, wait, total_a_on = 0, total_b_on = 0;
+	__u64 t = 1000, wait, total_a_on = 0, total_b_on = 0, on, off;
 
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	sched_acct_in(&a, t, 0, &wait);
+	sim_add(&m, &a, 1, 1000);
+	sim_add(&m, &b, 2, 1000);
+	sw(&m, 0, NULL, 0, &a, t, 1, &wait);
 	for (int i = 0; i < 1000; i++) {
 		__u64 slice_a = 100 + i % 7, slice_b = 50 + i % 3;
 
 		t += slice_a;
 		total_a_on += slice_a;
-		sched_acct_out(&a, t, 0);
-		sched_acct_wake(&b, t);
-		sched_acct_in(&b, t, 0, &wait);
+		sched_acct_wake(&b, t, sim_se(&m, 1, t));
+		sw(&m, 0, &a, 0, &b, t, 1, &wait);
 		t += slice_b;
 		total_b_on += slice_b;
-		sched_acct_out(&b, t, 0);
-		sched_acct_wake(&a, t);
-		sched_acct_in(&a, t, 0, &wait);
+		sched_acct_wake(&a, t, sim_se(&m, 0, t));
+		sw(&m, 0, &b, 0, &a, t, 1, &wait);
 	}
 	ck_assert_uint_eq(a.oncpu_ns, total_a_on);
 	ck_assert_uint_eq(b.oncpu_ns, total_b_on);
-	ck_assert_uint_eq(a.offcpu_ns, total_b_on);
-	/* b's first off-CPU period starts at its first wakeup. */
-	ck_assert_uint_eq(b.offcpu_ns, total_a_on - (100 + 0));
+	sched_acct_now(&a, t, sim_se(&m, 0, t), &on, &off);
+	ck_assert_uint_eq(off, total_b_on);
+	sched_acct_now(&b, t, sim_se(&m, 1, t), &on, &off);
+	ck_assert_uint_eq(on + off, t - 1000);
 	ck_assert_uint_eq(a.vol, 1000);
 	ck_assert_uint_eq(b.vol, 1000);
 	ck_assert_uint_eq(a.invol + b.invol, 0);
 	ck_assert_uint_eq(a.runq_count, 1000);
 	ck_assert_uint_eq(b.runq_count, 1000);
 	ck_assert_uint_eq(a.runq_ns + b.runq_ns, 0); /* switched in at once */
+}
+END_TEST
+
+START_TEST(test_acct_unseen_switch_out)
+{
+	/* Some kernels do not report every switch. L is switched in (seen),
+	 * runs 300, leaves for idle unseen, and the CPU idles 2,000,000 ns
+	 * until idle -> X is seen. L must not gather the idle time. */
+	struct sim m = { 0 };
+	struct sched_tstat l, x;
+	__u64 wait, on, off;
+
+	sim_add(&m, &l, 87, 0);
+	sim_add(&m, &x, 88, 0);
+	sw(&m, 1, NULL, 0, &l, 1000, 1, &wait);
+	sw(&m, 1, &l, 0, NULL, 1300, 0, &wait); /* unseen */
+	/* A read from user space meanwhile: L looks running, but its kernel
+	 * runtime says 300, not 1,999,000. */
+	sched_acct_now(&l, 2000000, sim_se(&m, 0, 2000000), &on, &off);
+	ck_assert_uint_eq(on, 300);
+	/* idle -> X seen: L's slice is over. */
+	sw(&m, 1, NULL, 0, &x, 2001000, 1, &wait);
+	ck_assert_uint_eq(l.on_ts, 0);
+	ck_assert_uint_eq(m.cl[1].tid, 88);
+	/* L wakes and runs again (on CPU 0): its 300 is counted from the
+	 * kernel's runtime, and the wait since the wakeup is measured. */
+	sched_acct_wake(&l, 3000000, sim_se(&m, 0, 3000000));
+	ck_assert_int_eq(sw(&m, 0, NULL, 0, &l, 3000010, 1, &wait), 1);
+	ck_assert_uint_eq(wait, 10);
+	ck_assert_uint_eq(l.oncpu_ns, 300);
+	sw(&m, 0, &l, 0, NULL, 3000110, 1, &wait);
+	ck_assert_uint_eq(l.oncpu_ns, 400);
+	ck_assert_uint_eq(l.oncpu_ns, sim_se(&m, 0, 3000110));
+}
+END_TEST
+
+START_TEST(test_acct_unseen_switch_in)
+{
+	/* B is preempted by L (seen), but the kernel puts B back unseen and
+	 * L's switch-out is unseen too; later B -> idle is seen. B's time
+	 * back on the CPU is counted from its runtime, L gets only what it
+	 * ran, and B's stale queue stamp is not taken as a wait. */
+	struct sim m = { 0 };
+	struct sched_tstat b, l;
+	__u64 wait = 0;
+
+	sim_add(&m, &b, 10, 0);
+	sim_add(&m, &l, 11, 0);
+	sw(&m, 0, NULL, 0, &b, 100, 1, &wait);   /* B runs */
+	sw(&m, 0, &b, 1, &l, 600, 1, &wait);     /* B preempted by L */
+	ck_assert_uint_eq(b.oncpu_ns, 500);
+	ck_assert_uint_eq(b.wake_ts, 600);
+	sw(&m, 0, &l, 0, &b, 650, 0, &wait);     /* L -> B, unseen */
+	sw(&m, 0, &b, 0, NULL, 2650, 1, &wait);  /* B -> idle, seen */
+	ck_assert_uint_eq(b.oncpu_ns, 2500);     /* 500 + 2000 */
+	ck_assert_uint_eq(b.runq_count, 0);
+	ck_assert_uint_eq(l.on_ts, 0);            /* lost on this CPU */
+	/* L runs again later: its 50 shows up, exact. */
+	ck_assert_int_eq(sw(&m, 0, NULL, 0, &l, 5000, 1, &wait), 0);
+	ck_assert_uint_eq(l.oncpu_ns, 50);
+	ck_assert_uint_eq(l.runq_count, 0); /* it ran since it was queued */
+}
+END_TEST
+
+START_TEST(test_acct_exit)
+{
+	struct sim m = { 0 };
+	struct sched_tstat a;
+	__u64 wait = 0;
+
+	sim_add(&m, &a, 7, 0);
+	sw(&m, 0, NULL, 0, &a, 100, 1, &wait);
+	sw(&m, 0, &a, 1, NULL, 400, 1, &wait);
+	sw(&m, 0, NULL, 0, &a, 500, 1, &wait);
+	/* Exits at 800 while running, its switch-in seen on this CPU: the
+	 * slice is exact even though the kernel's runtime lags (ticks). */
+	ck_assert(sched_chain_ok(&a, &m.cl[0]));
+	ck_assert_uint_eq(sched_acct_exit(&a, 800, 300 + 200,
+					  sched_chain_ok(&a, &m.cl[0])),
+			  600);
+	/* Seen from another CPU's record (chain broken): the runtime. */
+	ck_assert(!sched_chain_ok(&a, &m.cl[1]));
+	ck_assert_uint_eq(sched_acct_exit(&a, 800, 300 + 250, 0), 550);
+	ck_assert_uint_eq(sched_acct_exit(&a, 800, 100, 0), 300);
 }
 END_TEST
 
@@ -245,18 +405,22 @@ START_TEST(test_totals_advance)
 
 	memset(&s, 0, sizeof(s));
 	memset(&last, 0, sizeof(last));
+	s.first_ts = 1000;
 	s.oncpu_ns = 1000;
 	s.on_ts = 5000; /* running since 5000 */
+	s.se_last = 1000;
 	s.vol = 3;
 	s.invol = 4;
 	s.migrations = 2;
 	s.wakeups = 3;
 	s.runq_ns = 70;
 	s.runq_count = 7;
-	sched_totals_from(&s, 5500, &cur);
+	sched_totals_from(&s, 5500, 1500, &cur); /* kernel: 500 more */
 	ck_assert_uint_eq(cur.on_ns, 1500);
+	ck_assert_uint_eq(cur.off_ns, 4500 - 1500);
 	ck_assert(sched_totals_advance(&last, &cur, &d));
 	ck_assert_uint_eq(d.on_ns, 1500);
+	ck_assert_uint_eq(d.off_ns, 3000);
 	ck_assert_uint_eq(d.vol, 3);
 	ck_assert_uint_eq(d.invol, 4);
 	ck_assert_uint_eq(d.migr, 2);
@@ -269,22 +433,22 @@ START_TEST(test_totals_advance)
 	ck_assert(!sched_totals_advance(&last, &cur, &d));
 	ck_assert_uint_eq(d.on_ns, 0);
 
-	/* It left at 5400 (the value read before overshot by 100 ns): the
-	 * published total does not go back and the next growth is net. */
+	/* It left at 5400 (the read before overshot by 100 ns): the published
+	 * total does not go back and the next growth is net. */
 	s.oncpu_ns = 1400;
 	s.on_ts = 0;
-	s.off_ts = 5400;
+	s.se_last = 1400;
 	s.vol = 4;
-	sched_totals_from(&s, 5600, &cur);
+	sched_totals_from(&s, 5600, 0, &cur);
 	ck_assert_uint_eq(cur.on_ns, 1400);
-	ck_assert_uint_eq(cur.off_ns, 200);
+	ck_assert_uint_eq(cur.off_ns, 4600 - 1400);
 	ck_assert(sched_totals_advance(&last, &cur, &d));
 	ck_assert_uint_eq(d.on_ns, 0);
 	ck_assert_uint_eq(last.on_ns, 1500);
 	ck_assert_uint_eq(d.off_ns, 200);
 	ck_assert_uint_eq(d.vol, 1);
 	s.oncpu_ns = 1600;
-	sched_totals_from(&s, 5600, &cur);
+	sched_totals_from(&s, 5600, 0, &cur);
 	sched_totals_advance(&last, &cur, &d);
 	ck_assert_uint_eq(d.on_ns, 100);
 	ck_assert_uint_eq(last.on_ns, 1600);
@@ -436,6 +600,9 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, test_acct_first_seen_running);
 	tcase_add_test(tc, test_acct_wakeup_while_running);
 	tcase_add_test(tc, test_acct_ping_pong);
+	tcase_add_test(tc, test_acct_unseen_switch_out);
+	tcase_add_test(tc, test_acct_unseen_switch_in);
+	tcase_add_test(tc, test_acct_exit);
 	tcase_add_test(tc, test_totals_advance);
 	tcase_add_test(tc, test_map);
 	tcase_add_test(tc, test_map_each_and_free);
