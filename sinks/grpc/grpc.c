@@ -699,9 +699,13 @@ static void release(struct gs *s, uint32_t n)
 static void backoff_wait(struct gs *s, uint64_t ms)
 {
 	uint64_t until = mono_ns() + ms * 1000000ull;
+	uint64_t flush_req;
 
 	pthread_mutex_lock(&s->lock);
-	while (!s->stop && s->abandon_req == s->abandon_done && mono_ns() < until) {
+	flush_req = s->flush_req;
+	/* a flush that arrives meanwhile cuts the wait short: retry now */
+	while (!s->stop && s->abandon_req == s->abandon_done && s->flush_req == flush_req &&
+	       mono_ns() < until) {
 		uint64_t t = until;
 
 		if (s->flush_deadline && s->flush_deadline < t)
@@ -973,6 +977,12 @@ static void *sink_thread(void *arg)
 		s->host->metric_set(s->m_queue_bytes, s->iname, (double)qused);
 		if (n) {
 			send_batch(s, n);
+			pthread_mutex_lock(&s->lock);
+			qcount = s->q.count;
+			qused = s->q.used;
+			pthread_mutex_unlock(&s->lock);
+			s->host->metric_set(s->m_queue, s->iname, qcount);
+			s->host->metric_set(s->m_queue_bytes, s->iname, (double)qused);
 		} else if (do_metrics) {
 			export_metrics(s);
 			s->next_metrics = mono_ns() + metrics_ns;
