@@ -146,8 +146,9 @@ def s_oom(name="oom"):
     if stacks and ev["caller"] != "make_activations":
         fail("caller %s" % ev["caller"])
     recent = ev["recent_allocations"]
-    if len(recent) < 4 or any(r["bytes"] != GiB or (stacks and r["function"] != "load_weights")
-                              for r in recent[:4]):
+    # newest first: the scratch buffers of train_step (freed, but recent)
+    if len(recent) != 8 or any(r["bytes"] != 64 * MiB or (stacks and r["function"] != "train_step")
+                               for r in recent):
         fail("recent allocations: %s" % recent)
     if "largest_free_hole_bytes" not in ev or ev["error"] not in (
             "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY"):
