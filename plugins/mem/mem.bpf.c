@@ -34,6 +34,8 @@ const volatile __u64 sample_min_bytes = 0;
 const volatile __u32 sample_every = 1;
 const volatile bool want_stacks = true;
 const volatile bool want_fork = false;
+/* False when every heap uprobe is bound to a target pid: the kernel filters. */
+const volatile bool heap_filter = true;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -56,10 +58,11 @@ struct {
 	__type(value, struct mem_heap_stats);
 } heap SEC(".maps");
 
+/* The call in flight of each thread: task storage, no hashing. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct mem_pending);
 } pending SEC(".maps");
 
@@ -481,30 +484,35 @@ static __always_inline bool release(__u32 tgid, __u64 addr, __u32 want_kind,
  * return. False when the call is nested in another allocator call of the
  * same thread (only the outer one is counted).
  */
-static __always_inline bool enter(struct pt_regs *ctx, __u32 tid, __u32 fn,
-				  __u64 size, __u64 arg)
+static __always_inline struct mem_pending *enter(struct pt_regs *ctx, __u32 fn,
+						 __u64 size, __u64 arg)
 {
 	__u64 sp = PT_REGS_SP(ctx);
-	struct mem_pending *p = bpf_map_lookup_elem(&pending, &tid);
-	struct mem_pending np = {};
+	struct mem_pending *p;
 
-	if (p && sp < p->sp) {
+	p = bpf_task_storage_get(&pending, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!p)
+		return NULL;
+	if (p->active && sp < p->sp) {
 		p->depth++;
-		return false;
+		return NULL;
 	}
-	/* No entry, or a stale one from a call that never returned. */
-	np.fn = fn;
-	np.size = size;
-	np.arg = arg;
-	np.sp = sp;
-	bpf_map_update_elem(&pending, &tid, &np, BPF_ANY);
-	return true;
+	/* Idle, or a stale call that never returned. */
+	p->fn = fn;
+	p->size = size;
+	p->arg = arg;
+	p->sp = sp;
+	p->depth = 0;
+	p->old_found = 0;
+	p->active = 1;
+	return p;
 }
 
 #define ENTRY_PROLOGUE()                                                       \
 	__u64 id = bpf_get_current_pid_tgid();                                 \
 	__u32 tgid = id >> 32, tid = (__u32)id;                                \
-	if (!nt_target_ok(tgid))                                               \
+	if (heap_filter && !nt_target_ok(tgid))                                \
 		return 0
 
 /* realloc releases its block at entry: a racing malloc in another thread
@@ -518,9 +526,7 @@ static __always_inline void realloc_enter(struct pt_regs *ctx, __u32 tgid,
 
 	if (ptr)
 		found = release(tgid, ptr, MEM_KIND_HEAP, &old);
-	if (!enter(ctx, tid, MEM_FN_REALLOC, size, 0))
-		return;
-	p = bpf_map_lookup_elem(&pending, &tid);
+	p = enter(ctx, MEM_FN_REALLOC, size, 0);
 	if (p && found) {
 		p->old_addr = ptr;
 		p->old = old;
@@ -567,17 +573,17 @@ int heap_enter(struct pt_regs *ctx)
 	case MEM_FN_MALLOC:
 	case MEM_FN_VALLOC:
 	case MEM_FN_PVALLOC: /* (size) */
-		enter(ctx, tid, (__u32)fn, a1, 0);
+		enter(ctx, (__u32)fn, a1, 0);
 		break;
 	case MEM_FN_CALLOC: /* (n, size) */
-		enter(ctx, tid, MEM_FN_CALLOC, a1 * a2, 0);
+		enter(ctx, MEM_FN_CALLOC, a1 * a2, 0);
 		break;
 	case MEM_FN_ALIGNED_ALLOC:
 	case MEM_FN_MEMALIGN: /* (align, size) */
-		enter(ctx, tid, (__u32)fn, a2, 0);
+		enter(ctx, (__u32)fn, a2, 0);
 		break;
 	case MEM_FN_POSIX_MEMALIGN: /* (memptr, align, size) */
-		enter(ctx, tid, MEM_FN_POSIX_MEMALIGN, PT_REGS_PARM3(ctx), a1);
+		enter(ctx, MEM_FN_POSIX_MEMALIGN, PT_REGS_PARM3(ctx), a1);
 		break;
 	case MEM_FN_REALLOC: /* (ptr, size) */
 		realloc_enter(ctx, tgid, tid, a1, a2);
@@ -587,7 +593,7 @@ int heap_enter(struct pt_regs *ctx)
 			release(tgid, a1, MEM_KIND_HEAP, &old);
 		break;
 	case MEM_FN_MMAP: /* (addr, len, prot, flags, fd, off) */
-		enter(ctx, tid,
+		enter(ctx,
 		      (PT_REGS_PARM4(ctx) & MAP_ANONYMOUS_FLAG) ? MEM_FN_MMAP : MEM_FN_IGNORE,
 		      a2, 0);
 		break;
@@ -608,15 +614,15 @@ int BPF_KRETPROBE(alloc_return, __u64 ret)
 	__u64 addr = ret;
 
 	ENTRY_PROLOGUE();
-	pp = bpf_map_lookup_elem(&pending, &tid);
-	if (!pp)
+	pp = bpf_task_storage_get(&pending, bpf_get_current_task_btf(), 0, 0);
+	if (!pp || !pp->active)
 		return 0;
 	if (pp->depth) {
 		pp->depth--;
 		return 0;
 	}
 	p = *pp;
-	bpf_map_delete_elem(&pending, &tid);
+	pp->active = 0;
 
 	switch (p.fn) {
 	case MEM_FN_IGNORE:

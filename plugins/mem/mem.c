@@ -1642,6 +1642,7 @@ static int mem_attach(void *state)
 	s->rodata->sample_every = (uint32_t)c->sample_every;
 	s->rodata->want_stacks = c->stacks;
 	s->rodata->want_fork = st->per_pid;
+	s->rodata->heap_filter = !st->per_pid;
 	if ((err = nt_bpf_use_targets(st->host, st->inst, s->maps.nt_targets,
 				      &s->rodata->nt_filter_on)))
 		return err;
@@ -1658,10 +1659,8 @@ static int mem_attach(void *state)
 		bpf_program__set_expected_attach_type(s->progs.alloc_return,
 						      MEM_BPF_TRACE_UPROBE_MULTI);
 	}
-	if (!heap) {
-		bpf_map__set_max_entries(s->maps.pending, 1);
+	if (!heap)
 		bpf_map__set_max_entries(s->maps.seen_stacks, 1);
-	}
 	want_tp(st, c->rss, s->progs.rss_stat_btf, s->progs.rss_stat_raw, "kmem", "rss_stat");
 	want_tp(st, c->faults, s->progs.page_fault_btf, s->progs.page_fault_raw,
 		"exceptions", "page_fault_user");

@@ -70,7 +70,7 @@ struct mem_pending {
 	__u32 fn;       /* enum mem_fn or MEM_FN_IGNORE */
 	__u32 depth;    /* nested allocator calls of the same thread */
 	__u32 old_found;
-	__u32 pad;
+	__u32 active;   /* a call is in flight */
 };
 
 /* heap map: per-process counters, all cumulative except live/peak. */

@@ -1,0 +1,155 @@
+#!/bin/bash
+# bench/mem.sh [--smoke] [BUILD_ROOT]
+#
+# Cost of the mem probe's heap tracking on an allocation-heavy workload,
+# measured side by side in one run (modes interleaved, median of the
+# repetitions). bench/mem/allocs frees and allocates blocks of 16..2063 bytes
+# in a loop (1 free + 1 malloc/calloc a round, a realloc every 32) and times
+# the loop itself once the tracer is attached:
+#   base           allocs alone
+#   ntcore         ntcore -c mem.conf -p PID (heap tracking with stacks,
+#                  free probed past its first instruction: emulated uprobe)
+#   ntcore-entry   the same with attach_skip = false: free probed on its
+#                  first instruction, which the kernel single-steps
+#   memleak        bcc's memleak: /usr/sbin/memleak-bpfcc -p PID
+# and prints each mode's run time over base and the added time per
+# allocator call, then ntcore against memleak.
+#
+# memleak-bpfcc compiles its BPF at start and needs kernel headers: when
+# /lib/modules/$(uname -r)/build is missing, a merged tree of an installed
+# linux-headers-*-common + linux-headers-*-<arch> pair is linked under the
+# temp dir and passed as BCC_KERNEL_SOURCE.
+#
+# --smoke: one short repetition (< 30 s); CI runs only this.
+set -euo pipefail
+
+SMOKE=0
+B=
+for a in "$@"; do
+	case $a in
+	--smoke) SMOKE=1 ;;
+	-h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+	*) B=$a ;;
+	esac
+done
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+B=${B:-${NTCORE_BUILD_ROOT:-$ROOT/build}}
+NTCORE=$B/core/ntcore
+MEMLEAK=${MEMLEAK:-/usr/sbin/memleak-bpfcc}
+fail() { echo "bench/mem: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || fail "must run as root"
+[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (pass the build root)"
+[ -f "$B/plugins/mem/mem.so" ] || fail "no $B/plugins/mem/mem.so"
+command -v cc >/dev/null || fail "needs a C compiler (cc)"
+[ -x "$MEMLEAK" ] || fail "no $MEMLEAK (Debian package bpfcc-tools)"
+export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+
+if [ "$SMOKE" -eq 1 ]; then
+	ITER=20000 REPS=1
+else
+	ITER=200000 REPS=5
+fi
+
+T=$(mktemp -d /tmp/ntcore-bench-mem.XXXXXX)
+BG=
+cleanup() {
+	[ -n "$BG" ] && kill -TERM "$BG" 2>/dev/null && wait "$BG" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+cc -O2 -Wall -fno-omit-frame-pointer -o "$T/allocs" "$ROOT/bench/mem/allocs.c"
+
+# Kernel headers for bcc.
+kbuild=/lib/modules/$(uname -r)/build
+if [ -z "${BCC_KERNEL_SOURCE:-}" ] && [ ! -e "$kbuild" ] && [ ! -e /sys/kernel/kheaders.tar.xz ]; then
+	common=$(ls -d /usr/src/linux-headers-*-common 2>/dev/null | sort -V | tail -1)
+	arch=
+	[ -n "$common" ] && arch=$(ls -d "${common%-common}"-* 2>/dev/null |
+		grep -v -e '-common' -e '-rt' | head -1)
+	[ -n "$common" ] && [ -n "$arch" ] ||
+		fail "memleak-bpfcc needs kernel headers: none at $kbuild and no /usr/src/linux-headers-*-common (apt-get install linux-headers-amd64)"
+	mkdir -p "$T/kheaders"
+	cp -rs "$common/." "$T/kheaders/"
+	cp -rs --remove-destination "$arch/." "$T/kheaders/"
+	export BCC_KERNEL_SOURCE=$T/kheaders
+fi
+
+conf() { # NAME "mem keys"
+	cat >"$T/$1.conf" <<EOF
+ntcore = { log_level = "info"; };
+plugins = (
+  { plugin = "mem"; required = true; rss = false; faults = false; $2 },
+  { plugin = "file"; path = "/dev/null"; max_size_mb = 0; }
+);
+EOF
+}
+conf ntcore ""
+conf entry "attach_skip = false;"
+
+secs() { sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+calls() { sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$1" | tail -1; }
+
+wait_for() { # FILE PATTERN PID: up to 60 s while PID lives
+	for _ in $(seq 600); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+run() { # MODE REP -> $T/MODE.REP.out
+	local mode=$1 out=$T/$1.$2.out gate=$T/gate.$1.$2 wl
+	"$T/allocs" "$ITER" "$gate" >"$out" &
+	wl=$!
+	case $mode in
+	base) ;;
+	ntcore | entry)
+		"$NTCORE" -c "$T/$mode.conf" -p "$wl" >"$T/$mode.log" 2>&1 &
+		BG=$!
+		wait_for "$T/$mode.log" "heap probes on" "$BG" ||
+			{ cat "$T/$mode.log" >&2; kill "$wl"; fail "$mode: ntcore did not attach"; } ;;
+	memleak)
+		"$MEMLEAK" -p "$wl" >"$T/$mode.log" 2>&1 &
+		BG=$!
+		wait_for "$T/$mode.log" "Attaching to pid" "$BG" ||
+			{ cat "$T/$mode.log" >&2; kill "$wl"; fail "memleak-bpfcc did not attach"; }
+		sleep 0.2 ;;
+	esac
+	touch "$gate"
+	wait "$wl" || fail "$mode: the workload failed"
+	if [ -n "$BG" ]; then
+		# SIGINT is ignored by background jobs of a script (python keeps
+		# it so): memleak gets SIGTERM, ntcore its usual SIGINT.
+		kill "-$([ "$mode" = memleak ] && echo TERM || echo INT)" "$BG" 2>/dev/null || true
+		wait "$BG" 2>/dev/null || true
+		BG=
+	fi
+	[ -n "$(secs "$out")" ] || fail "$mode: no timing from the workload"
+}
+
+MODES="base ntcore entry memleak"
+for rep in $(seq "$REPS"); do
+	for m in $MODES; do run "$m" "$rep"; done
+done
+
+median() { # MODE
+	for rep in $(seq "$REPS"); do secs "$T/$1.$rep.out"; done | sort -g |
+		awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
+}
+CALLS=$(calls "$T/base.1.out")
+BASE=$(median base)
+echo "bench/mem: allocs, $ITER rounds ($CALLS allocator calls), median of $REPS"
+printf "  %-14s %10s %9s %14s\n" mode seconds "x base" "us/call added"
+for m in $MODES; do
+	s=$(median "$m")
+	awk -v m="$m" -v s="$s" -v b="$BASE" -v c="$CALLS" 'BEGIN {
+		printf "  %-14s %10.4f %8.1fx %14.3f\n", m, s, s / b, (s - b) * 1e6 / c }'
+done
+N=$(median ntcore)
+E=$(median entry)
+M=$(median memleak)
+awk -v n="$N" -v e="$E" -v m="$M" -v b="$BASE" 'BEGIN {
+	printf "  ntcore / memleak run time: %.2f (memleak is %.1fx slower)\n", n / m, (m - b) / (n - b)
+	printf "  free past its first instruction vs on it: %.2fx the run time\n", n / e }'
