@@ -13,7 +13,7 @@ packages=(
   # tests and benchmark peers
   check valgrind python3-grpcio python3-protobuf prometheus
   prometheus-node-exporter bpftrace bpfcc-tools linux-perf systemd
-  iproute2 procps
+  iproute2 procps openssl ca-certificates
 )
 missing=()
 for p in "${packages[@]}"; do
