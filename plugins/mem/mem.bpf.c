@@ -313,7 +313,20 @@ static __always_inline int on_exit(struct task_struct *task)
 	if (!bpf_map_lookup_elem(&heap, &tgid) &&
 	    !bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
-	emit_internal(MEM_REC_EXIT, tgid, 0, -1);
+	{
+		struct mem_internal *r = nt_reserve(&events, sizeof(*r));
+
+		if (!r)
+			return 0;
+		nt_hdr_current(&r->hdr, 0, sizeof(*r));
+		/* the process's name, not that of its last thread */
+		BPF_CORE_READ_STR_INTO(&r->hdr.comm, task, group_leader, comm);
+		r->kind = MEM_REC_EXIT;
+		r->tgid = tgid;
+		r->child = 0;
+		r->stack_id = -1;
+		bpf_ringbuf_submit(r, 0);
+	}
 	return 0;
 }
 

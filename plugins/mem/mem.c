@@ -1342,12 +1342,18 @@ static void tick(struct mem_state *st)
 
 /* ---- process exit ------------------------------------------------- */
 
-static void queue_exit(struct mem_state *st, uint32_t pid)
+static void queue_exit(struct mem_state *st, uint32_t pid, const char *comm)
 {
 	struct mem_proc_info *p = proc_find(st, pid, NULL);
 
 	if (p && p->finalized)
 		return;
+	/* The name it died with (its group leader's): /proc may be gone,
+	 * and a short-lived -- CMD child may not have been seen since exec. */
+	if (p && comm && comm[0]) {
+		memcpy(p->comm, comm, sizeof(p->comm) - 1);
+		p->comm[sizeof(p->comm) - 1] = '\0';
+	}
 	for (size_t i = 0; i < st->n_exits; i++)
 		if (st->exits[i] == pid)
 			return;
@@ -1465,7 +1471,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		symbolize_stack(st, r->tgid, r->stack_id);
 		break;
 	case MEM_REC_EXIT:
-		queue_exit(st, r->tgid);
+		queue_exit(st, r->tgid, r->hdr.comm);
 		break;
 	case MEM_REC_FORK:
 		if (st->per_pid) {
@@ -1782,7 +1788,7 @@ static void mem_consume(void *state, const struct nt_event_hdr *ev,
 	struct mem_state *st = state;
 
 	if (schema && schema->name && strcmp(schema->name, "proc.exit") == 0)
-		queue_exit(st, ev->pid);
+		queue_exit(st, ev->pid, NULL); /* its comm is the last thread's */
 }
 
 static void mem_flush(void *state)

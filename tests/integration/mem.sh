@@ -10,7 +10,9 @@
 #    outstanding anonymous mmap from touch_buffer().
 # 2. Two -p targets, one exits mid-run: a clear message, the run goes on to
 #    its -d end with exit 0, the other target is still reported after.
-# 3. Config errors (unknown key, wrong type, unknown function, no free, bad
+# 3. An OOM kill: a child in a 48 MiB memory cgroup allocating without end
+#    is reported in mem.oom_kill with its resident memory, and counted.
+# 4. Config errors (unknown key, wrong type, unknown function, no free, bad
 #    choice, out of bounds): FILE:LINE message naming the key, exit 2.
 set -euo pipefail
 
@@ -29,8 +31,10 @@ command -v python3 >/dev/null || fail "python3 is needed"
 
 T=$(mktemp -d /tmp/ntcore-mem-test.XXXXXX)
 PIDS=()
+CG=
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -148,7 +152,47 @@ print(f"mem.sh: pexit: pid {a} left with {fin[0]['live_allocs']} allocations out
 EOF
 echo "mem.sh: pexit: $(grep -E "target pid $A" "$T/pexit.err" | head -1)"
 
-# --- 3: config errors --------------------------------------------------------
+# --- 3: an OOM kill -----------------------------------------------------------
+LIMIT=$((48 << 20))
+if [ -d /sys/fs/cgroup/memory ] && [ -f /sys/fs/cgroup/memory/cgroup.procs ]; then
+	CG=/sys/fs/cgroup/memory/ntcore-mem-test.$$ # cgroup v1
+	mkdir "$CG"
+	echo "$LIMIT" >"$CG/memory.limit_in_bytes"
+	[ -f "$CG/memory.memsw.limit_in_bytes" ] && echo "$LIMIT" >"$CG/memory.memsw.limit_in_bytes"
+elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+	CG=/sys/fs/cgroup/ntcore-mem-test.$$ # cgroup v2
+	echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+	mkdir "$CG"
+	echo "$LIMIT" >"$CG/memory.max"
+	[ -f "$CG/memory.swap.max" ] && echo 0 >"$CG/memory.swap.max"
+else
+	fail "oom: no memory cgroup (v1 /sys/fs/cgroup/memory or v2 with the memory controller) to run a child in"
+fi
+conf oom
+timeout 60 "$NTCORE" -c "$T/oom.conf" -- sh -c "echo \$\$ >$CG/cgroup.procs && exec $LEAKER hog" \
+	>"$T/oom.out" 2>"$T/oom.err" || { cat "$T/oom.err" >&2; fail "oom: ntcore exited with $?"; }
+grep -q "OOM killer chose pid .* (mem-leaker)" "$T/oom.err" ||
+	{ cat "$T/oom.err" >&2; fail "oom: no OOM message"; }
+python3 - "$T/oom.jsonl" "$LIMIT" <<'EOF' || { cat "$T/oom.err" >&2; fail "oom: output"; }
+import json, sys
+path, limit = sys.argv[1], int(sys.argv[2])
+ev = [json.loads(l) for l in open(path)]
+ex = [e for e in ev if e["type"] == "proc.exit"]
+assert len(ex) == 1 and ex[0]["exit_code"] == 9, ex
+pid = ex[0]["pid"]
+oom = [e for e in ev if e["type"] == "mem.oom_kill"]
+assert len(oom) == 1, f"{len(oom)} mem.oom_kill"
+o = oom[0]
+assert o["pid"] == pid and o["comm"] == "mem-leaker", o
+rss = o["anon_rss_bytes"] + o["file_rss_bytes"] + o["shmem_rss_bytes"]
+assert limit * 3 // 4 <= rss <= limit + (4 << 20), f"victim rss {rss}"
+m = [e for e in ev if e["type"] == "metric" and e["name"] == "ntcore_mem_oom_kills_total"
+     and e["labels"].get("pid") == str(pid)]
+assert m and m[-1]["value"] == 1, m
+print(f"mem.sh: oom: pid {pid} killed with {rss >> 20} MiB resident in a {limit >> 20} MiB cgroup")
+EOF
+
+# --- 4: config errors --------------------------------------------------------
 expect_config_error() { # NAME KEYS PATTERN
 	conf "$1" "$2"
 	set +e

@@ -12,6 +12,9 @@
  *     the mapping.
  *   mem-leaker loop SECONDS
  *     every 10 ms: 10 x malloc(512), 9 freed, for SECONDS; then exit 0.
+ *   mem-leaker hog
+ *     malloc and touch 8 MiB blocks, 4 GiB at most (run it in a memory
+ *     cgroup: the OOM killer ends it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,12 +120,23 @@ int main(int argc, char **argv)
 		(void)buf;
 		return 0;
 	}
+	if (argc == 2 && strcmp(argv[1], "hog") == 0) {
+		for (int i = 0; i < 512; i++) {
+			char *p = malloc(8u << 20);
+
+			if (!p)
+				return 6;
+			memset(p, 1, 8u << 20);
+			kept = p;
+		}
+		return 0;
+	}
 	if (argc == 3 && strcmp(argv[1], "loop") == 0) {
 		say("started");
 		churn(atoi(argv[2]));
 		return 0;
 	}
-	if (write(2, "usage: mem-leaker run HOLD_MS | loop SECONDS\n", 46) < 0)
+	if (write(2, "usage: mem-leaker run HOLD_MS | loop SECONDS | hog\n", 52) < 0)
 		return 3;
 	return 2;
 }
