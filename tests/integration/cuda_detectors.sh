@@ -10,8 +10,9 @@
 #   oom     a 64 GiB request on the 16 GiB fixture device: alert.cuda_oom
 #           within 100 ms of the failed call, with the evidence (run without
 #           and with the probe's stacks)
-#   hang    1 s of work, then silence (idle, then busy): one alert.cuda_hang
-#           timeout..timeout+interval after the last GPU activity
+#   hang    1 s of work, then silence (idle, busy, a thread blocked inside a
+#           synchronous copy): one alert.cuda_hang timeout..timeout+interval
+#           after the last GPU activity, naming the blocked thread
 #   frag    64 x 256 MiB, every other freed, 9 GiB fails: score >= 90,
 #           31 holes, an SVG with every block, its holes and the failure
 #   errors  50 double frees and 3 bad copies: one alert per (function, error)
@@ -53,7 +54,7 @@ trap 'rm -rf "$T"' EXIT
 for w in leak grow oom hang frag errors clean; do
 	"$CC" -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls \
 		-rdynamic -I"$CUDA_INC" "$SRC/$w.c" -o "$T/$w" \
-		-L"$FIX" -l:libcudart.so.13 -Wl,-rpath,"$FIX" ||
+		-L"$FIX" -l:libcudart.so.13 -Wl,-rpath,"$FIX" -lpthread ||
 		fail "cannot build workload $w"
 done
 
@@ -114,7 +115,7 @@ for s in $SCENARIOS; do
 		run oom "$T/oom"
 		check oom "$T" ;;
 	hang)
-		for how in idle busy; do
+		for how in idle busy blocked; do
 			write_conf hang-$how "" "" "" "" "timeout_ms = 1500; interval_ms = 250;"
 			run hang-$how "$T/hang" $how 3000
 			check hang-$how "$T" 1500 250

@@ -312,22 +312,23 @@ static void hg_consume(void *state, const struct nt_event_hdr *ev,
 		return;
 	cuev_api_name(&e, api, sizeof(api));
 	switch (e.type) {
+	/* activity is when a call completed: its return */
 	case CUEV_LAUNCH:
-		hang_launch(&p->h, e.ts, e.tid, api,
+		hang_launch(&p->h, e.end_ts, e.tid, api,
 			    cuev_str_copy(e.kernel, kname, sizeof(kname)),
 			    stacktab_intern(&g->st, e.stack.p, e.stack.len));
 		break;
 	case CUEV_GRAPH:
-		hang_launch(&p->h, e.ts, e.tid, api, "(CUDA graph)", 0);
+		hang_launch(&p->h, e.end_ts, e.tid, api, "(CUDA graph)", 0);
 		break;
 	case CUEV_MEMCPY:
 	case CUEV_MEMSET:
 	case CUEV_SYNC:
 	case CUEV_ERROR:
 		if (e.flags & NT_CUDA_F_RET)
-			hang_sync_exit(&p->h, e.ts, e.tid, api);
+			hang_sync_exit(&p->h, e.end_ts, e.tid, api);
 		if (e.type != CUEV_SYNC)
-			hang_activity(&p->h, e.ts,
+			hang_activity(&p->h, e.end_ts,
 				      e.type == CUEV_MEMCPY ? HANG_ACT_MEMCPY :
 				      e.type == CUEV_MEMSET ? HANG_ACT_MEMSET :
 				      HANG_ACT_OTHER, api);

@@ -163,6 +163,9 @@ bool cuev_decode(struct cuev_cache *c, const struct nt_event_hdr *ev,
 	e->stack = rd_str(ev, l, F_STACK);
 	e->kernel = rd_str(ev, l, F_KERNEL);
 	e->error_name = rd_str(ev, l, F_ERROR_NAME);
+	e->end_ts = e->ts;
+	if ((e->flags & NT_CUDA_F_RET) && e->duration_ns)
+		e->end_ts = e->ts + e->duration_ns;
 	if (e->type == CUEV_ENTER && !e->family)
 		e->family = (uint32_t)nt_cuda_api_family(e->api);
 	return true;

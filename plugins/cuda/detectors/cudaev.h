@@ -36,7 +36,9 @@ struct cuev_str {
 
 struct cuev {
 	enum cuev_type type;
-	uint64_t ts;
+	uint64_t ts;        /* the probe's record time: a call's ENTRY */
+	uint64_t end_ts;    /* when the call returned: ts + duration_ns when
+			     * measured (NT_CUDA_F_RET), else ts */
 	uint32_t pid, tid;
 	char comm[NT_COMM_LEN + 1];
 	/* the common block of every cuda record */

@@ -164,11 +164,15 @@ def s_hang(name, timeout_ms, interval_ms):
     no_others(others)
     a = a[0]
     ev = a["ev"]
+    # activity is a call's return: ts (its entry) + duration_ns; a blocked
+    # copy returns after the report
+    def end(e):
+        return e["ts"] + e.get("duration_ns", 0)
     acts = [e for e in evs if e["type"] in ("cuda.launch", "cuda.memcpy", "cuda.sync")
-            and e["pid"] == a["subject_pid"]]
+            and e["pid"] == a["subject_pid"] and end(e) < a["ts"]]
     if not acts:
         fail("no GPU activity events of the target")
-    last = max(e["ts"] for e in acts)
+    last = max(end(e) for e in acts)
     quiet = int(v["QUIET_AT"])
     after = (a["ts"] - last) / 1e6
     # + 50 ms: timer jitter and ring-buffer delivery
@@ -180,12 +184,27 @@ def s_hang(name, timeout_ms, interval_ms):
     ll = ev.get("last_launch")
     if not ll or ll["kernel"] != "wl_kernel" or ll["caller"] != "train_loop":
         fail("last launch: %s" % ll)
-    if ev["blocked"]:
+    blocked = name.endswith("blocked")
+    if blocked:
+        if a["severity"] != 2 or len(ev["blocked"]) != 1:
+            fail("blocked thread not reported: %s" % ev["blocked"])
+        b = ev["blocked"][0]
+        if b["function"] != "cudaMemcpy" or not timeout_ms / 1e3 <= b["blocked_s"] <= \
+                (timeout_ms + interval_ms + 50) / 1e3:
+            fail("blocked entry: %s" % b)
+        if "blocked in cudaMemcpy" not in a["message"]:
+            fail("message: %s" % a["message"])
+        # the copy did return once released, and then counted as activity
+        if not any(e["type"] == "cuda.memcpy" and end(e) > a["ts"] for e in evs):
+            fail("the released copy's event is missing")
+    elif ev["blocked"]:
         fail("no thread is blocked in a sync: %s" % ev["blocked"])
     busy = name.endswith("busy")
-    if busy and "busy" not in a["message"]:
+    if blocked:
+        pass
+    elif busy and "busy" not in a["message"]:
         fail("busy process not read as busy (cpu %.0f%%): %s" % (ev["cpu_percent"], a["message"]))
-    if not busy and "waits on something else" not in a["message"]:
+    elif not busy and "waits on something else" not in a["message"]:
         fail("idle process not read as waiting (cpu %.0f%%): %s" % (ev["cpu_percent"], a["message"]))
     print("  %s: alert %.1f ms after the last activity (timeout %d, interval %d): %s"
           % (name, after, timeout_ms, interval_ms, a["message"]))
