@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
@@ -32,10 +34,6 @@ enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3 };
 
 #define NPROG 6 /* programs of one flavour */
 
-/* Series of exited threads and processes are kept this many ticks after
- * the exit, so every export (Prometheus scrape, file sink line) sees their
- * final value at least once. */
-#define DEAD_TICKS 2
 /* Every this many ticks, thread-map entries are checked against /proc (a
  * thread whose exit record was lost would otherwise stay forever). */
 #define STALE_EVERY 10
@@ -51,6 +49,7 @@ struct sched_cfg {
 	int64_t max_processes;
 	int64_t max_series;
 	int64_t ringbuf_kb;
+	int64_t exited_keep_ms;
 	const char *attach;
 	const char *runq_hist;
 };
@@ -81,6 +80,8 @@ static const struct nt_cfg_key sched_config[] = {
 	    "label sets kept per metric family (cardinality bound)"),
 	KEY(ringbuf_kb, NT_CFG_INT, "256", 4, 1048576,
 	    "BPF ring buffer size in KiB (a power of two)"),
+	KEY(exited_keep_ms, NT_CFG_INT, "60000", 0, 86400000,
+	    "keep the metric series of an exited thread or process this long (ms; at least 2 intervals) so every exporter sees its last value"),
 	{ .key = "attach", .type = NT_CFG_STRING,
 	  .offset = offsetof(struct sched_cfg, attach), .def = "\"auto\"",
 	  .min = 1, .max = 0, .choices = attach_choices,
@@ -198,7 +199,8 @@ struct thr {
 	char label_comm[NT_COMM_LEN + 1]; /* of the metric series */
 	bool has_series;
 	bool exited;
-	uint32_t seen_tick, missing, dead_tick;
+	uint32_t seen_tick, missing;
+	uint64_t dead_ns; /* when it exited (CLOCK_MONOTONIC) */
 	uint64_t last_ts;
 	struct sched_totals pub;
 };
@@ -209,7 +211,7 @@ struct proc {
 	bool dead;
 	bool has_series;
 	bool has_hist;
-	uint32_t dead_tick;
+	uint64_t dead_ns;
 };
 
 struct sched_state {
@@ -372,7 +374,7 @@ static struct thr *thr_new(struct sched_state *st, uint32_t tid, uint32_t pid,
 	return t;
 }
 
-/* The thread is gone: its final event, and its series stay DEAD_TICKS. */
+/* The thread is gone: its final event; its series stay exited_keep_ms. */
 static void thr_exit(struct sched_state *st, struct thr *t, uint64_t now)
 {
 	struct sched_totals zero = { 0 };
@@ -380,7 +382,7 @@ static void thr_exit(struct sched_state *st, struct thr *t, uint64_t now)
 	if (t->exited)
 		return;
 	t->exited = true;
-	t->dead_tick = st->tick;
+	t->dead_ns = now;
 	thread_event(st, t, &zero, now, true);
 }
 
@@ -441,7 +443,7 @@ static void thread_update(struct sched_state *st, const struct sched_tstat *s,
 		thread_series(st, t, &d);
 	if (exited) {
 		t->exited = true;
-		t->dead_tick = st->tick;
+		t->dead_ns = now;
 		thread_event(st, t, &d, now, true);
 	} else if (changed) {
 		thread_event(st, t, &d, now, false);
@@ -464,7 +466,7 @@ static void on_exit_rec(struct sched_state *st, const struct sched_exit_rec *r)
 
 		if (p && !p->dead) {
 			p->dead = true;
-			p->dead_tick = st->tick;
+			p->dead_ns = r->hdr.ts_ns;
 		}
 	}
 }
@@ -651,7 +653,17 @@ static size_t thr_list(struct sched_state *st)
 	return c.n;
 }
 
-static void retire(struct sched_state *st)
+/* How long exited series stay. */
+static uint64_t keep_ns(const struct sched_state *st)
+{
+	int64_t ms = st->cfg->exited_keep_ms;
+
+	if (ms < 2 * st->cfg->interval_ms)
+		ms = 2 * st->cfg->interval_ms;
+	return (uint64_t)ms * 1000000ull;
+}
+
+static void retire(struct sched_state *st, uint64_t now)
 {
 	size_t n = thr_list(st);
 	uint32_t live = 0;
@@ -663,13 +675,13 @@ static void retire(struct sched_state *st)
 			live++;
 			continue;
 		}
-		if (st->tick >= t->dead_tick + DEAD_TICKS)
+		if (now >= t->dead_ns + keep_ns(st))
 			thr_retire(st, t);
 	}
 	st->host->metric_set(st->m[M_THREADS], no_labels, live);
 }
 
-static void retire_procs(struct sched_state *st)
+static void retire_procs(struct sched_state *st, uint64_t now)
 {
 	struct sched_map *m = &st->procs;
 	uint32_t *dead = NULL;
@@ -679,7 +691,7 @@ static void retire_procs(struct sched_state *st)
 		for (struct sched_map_ent *e = m->b[i]; e; e = e->next) {
 			struct proc *p = e->val;
 
-			if (p->dead && st->tick >= p->dead_tick + DEAD_TICKS) {
+			if (p->dead && now >= p->dead_ns + keep_ns(st)) {
 				uint32_t *nd_ = realloc(dead, (nd + 1) * sizeof(*dead));
 
 				if (!nd_)
@@ -782,8 +794,8 @@ static void snapshot(struct sched_state *st, bool final)
 	report_drops(st);
 	prog_cost(st, final);
 	if (!final) {
-		retire(st);
-		retire_procs(st);
+		retire(st, now);
+		retire_procs(st, now);
 	}
 }
 
@@ -830,6 +842,64 @@ static void publish_report(struct sched_state *st)
 out:
 	free(rows);
 	free(ev);
+}
+
+/* ---- existing threads of the targets -------------------------------- */
+
+/* A thread that blocks for the whole run never passes a tracepoint; enter
+ * the threads the targets already have (-p PID) so that they are counted
+ * from the start: off-CPU time accrues from now, runtime from its current
+ * value. Host-wide, threads are entered as they are seen. */
+static void seed_targets(struct sched_state *st, uint64_t now)
+{
+	int fd = bpf_map__fd(st->skel->maps.threads);
+	uint32_t pids[256];
+	size_t n = st->host->target_pids(st->inst, pids, NT_ARRAY_LEN(pids));
+	unsigned seeded = 0;
+
+	if (n > NT_ARRAY_LEN(pids))
+		n = NT_ARRAY_LEN(pids);
+	for (size_t i = 0; i < n; i++) {
+		char path[64];
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%u/task", pids[i]);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			struct sched_tstat s;
+			char cpath[96];
+			FILE *f;
+			__u32 tid;
+
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			tid = (__u32)strtoul(de->d_name, NULL, 10);
+			memset(&s, 0, sizeof(s));
+			s.tgid = pids[i];
+			s.tid = tid;
+			s.first_ts = now;
+			s.se_last = proc_runtime(pids[i], tid);
+			snprintf(cpath, sizeof(cpath), "/proc/%u/task/%u/comm",
+				 pids[i], tid);
+			f = fopen(cpath, "re");
+			if (f) {
+				if (fgets(s.comm, sizeof(s.comm), f))
+					s.comm[strcspn(s.comm, "\n")] = '\0';
+				fclose(f);
+			}
+			/* Already seen by a program: keep that. */
+			if (bpf_map_update_elem(fd, &tid, &s, BPF_NOEXIST) == 0)
+				seeded++;
+		}
+		closedir(d);
+	}
+	if (seeded)
+		st->host->log(st->inst, NT_LOG_DEBUG,
+			      "%u existing threads of %zu target processes entered",
+			      seeded, n);
 }
 
 /* ---- attach-flavour probe ------------------------------------------ */
@@ -1053,6 +1123,7 @@ static int sched_attach(void *state)
 		goto fail;
 	}
 	st->start_ns = mono_ns();
+	seed_targets(st, st->start_ns);
 	h->log(st->inst, NT_LOG_INFO, "attached (%s) to sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task, sched_process_exit, task_rename",
 	       st->btf ? "tp_btf" : "raw_tp");
 	return 0;

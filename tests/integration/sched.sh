@@ -9,7 +9,11 @@
 #   2. Sleeping child (sleep 1): >= 0.9 s off-CPU, < 0.2 s on-CPU; with
 #      switch_events it also yields sched.switch records of itself.
 #   3. Two threads of one process: a worker burning 0.5 s of CPU and the
-#      main thread sleeping 1 s are told apart by tid.
+#      main thread sleeping 1 s are told apart by tid; the worker renames
+#      itself and events and metric series follow.
+#   4. -p PID of a running process whose main thread sleeps through the
+#      whole run (no tracepoint ever fires for it) and whose other thread
+#      burns CPU: both are reported, the burner within the kernel's figure.
 # Usage: sched.sh BUILD_ROOT
 set -euo pipefail
 
@@ -199,5 +203,51 @@ last = [e for e in ev if e["type"] == "metric" and e["name"] == "ntcore_sched_on
 assert last["labels"]["comm"] == "nt-worker" and abs(last["value"] - w_on / 1e9) < 0.01, \
     "worker's last on-CPU series %s, want comm nt-worker and %.3f s" % (last, w_on / 1e9)
 print("worker renamed itself: events and metric series follow (comm nt-worker, %.3f s)" % last["value"])
+EOF
+# --- 4. -p PID: threads that existed before attach ----------------------
+out=$T/attach.jsonl
+write_conf "$out" ""
+cat >"$T/attach.py" <<'EOF'
+import sys, threading, time
+def burn():
+    e = time.time() + 30
+    while time.time() < e:
+        pass
+t = threading.Thread(target=burn, daemon=True)
+t.start()
+with open(sys.argv[1], "w") as f:
+    f.write("%d\n" % t.native_id)
+time.sleep(30)
+EOF
+python3 "$T/attach.py" "$T/attach.tid" &
+OUTSIDER=$!
+for _ in $(seq 50); do [ -s "$T/attach.tid" ] && break; sleep 0.1; done
+[ -s "$T/attach.tid" ] || fail "-p: the test process did not start"
+# The python3 on PATH may be a wrapper that forks: take the process that
+# owns the burner thread.
+BURNER=$(cat "$T/attach.tid")
+APID=$(awk '/^Tgid:/ { print $2 }' "/proc/$BURNER/status")
+se0=$(cut -d' ' -f1 "/proc/$APID/task/$BURNER/schedstat")
+rc=0
+timeout 40 "$NTCORE" -c "$T/sched.conf" -p "$APID" -d 2 >"$T/attach.log" 2>&1 || rc=$?
+se1=$(cut -d' ' -f1 "/proc/$APID/task/$BURNER/schedstat")
+kill "$APID" "$OUTSIDER" 2>/dev/null || true
+wait "$OUTSIDER" 2>/dev/null || true
+OUTSIDER=
+[ "$rc" -eq 0 ] || { cat "$T/attach.log" >&2; fail "ntcore -p exited with $rc"; }
+python3 - "$out" "$APID" "$BURNER" "$se0" "$se1" <<'EOF' || fail "-p PID"
+import json, sys
+out, pid, burner, se0, se1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+ev = [json.loads(l) for l in open(out) if '"sched.thread"' in l]
+def tot(tid, f):
+    return sum(e[f] for e in ev if e["pid"] == pid and e["tid"] == tid)
+b_on, m_on, m_off = tot(burner, "oncpu_ns"), tot(pid, "oncpu_ns"), tot(pid, "offcpu_ns")
+print("-p %d: burner %d on-CPU %.3f s (kernel: %.3f s over the whole ntcore run); "
+      "sleeping main thread off-CPU %.3f s, on-CPU %.3f s"
+      % (pid, burner, b_on / 1e9, (se1 - se0) / 1e9, m_off / 1e9, m_on / 1e9))
+assert b_on >= 0.2e9, "burner on-CPU %.3f s < 0.2 s" % (b_on / 1e9)
+assert b_on <= se1 - se0 + 0.05e9, "burner on-CPU above the kernel's figure"
+assert m_off >= 0.5e9, "the sleeping main thread shows %.3f s off-CPU" % (m_off / 1e9)
+assert m_on < 0.05e9, "the sleeping main thread shows %.3f s on-CPU" % (m_on / 1e9)
 EOF
 echo "PASS sched"
