@@ -7,7 +7,8 @@
 # odd phases only. Reports: the interpreter, the attach message, median step
 # time with and without sampling and their ratio, the in-kernel cost per
 # sample, and the folded stacks' forward/backward frames. Results go to
-# $OUT (or ./gpu-out). Usage: tests/gpu/python.sh BUNDLE [PYTHON] [STEPS]
+# $OUT (or ./gpu-out). WIDTH and BATCH (environment) size the model.
+# Usage: tests/gpu/python.sh BUNDLE [PYTHON] [STEPS]
 set -euo pipefail
 
 BUNDLE=${1:?usage: python.sh BUNDLE [PYTHON] [STEPS]}
@@ -35,11 +36,12 @@ plugins = (
 );
 CONF
 
-"$PY" tests/gpu/python_train.py "$D" "$PHASES" "$STEPS" &
+"$PY" tests/gpu/python_train.py "$D" "$PHASES" "$STEPS" "${WIDTH:-2048}" "${BATCH:-512}" &
 W=$!
 for _ in $(seq 6000); do [ -e "$D/ready" ] && break; sleep 0.05; done
 [ -e "$D/ready" ] || { echo "workload did not start"; exit 1; }
-cost() { bpftool prog show -j 2>/dev/null | python3 -c "
+BPFTOOL=$(command -v bpftool || echo "$BUNDLE/bpftool")
+cost() { "$BPFTOOL" prog show -j 2>/dev/null | python3 -c "
 import json, sys
 t = c = 0
 for p in json.load(sys.stdin):

@@ -28,12 +28,14 @@ def train_step(model, opt, x, y):
 
 def main():
     d, phases, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    width = int(sys.argv[4]) if len(sys.argv) > 4 else 2048
+    batch = int(sys.argv[5]) if len(sys.argv) > 5 else 512
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    model = Net(2048).to(dev)
+    model = Net(width).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(512, 2048, device=dev)
-    y = torch.randint(0, 10, (512,), device=dev)
+    x = torch.randn(batch, width, device=dev)
+    y = torch.randint(0, 10, (batch,), device=dev)
     for _ in range(50):  # warm-up
         train_step(model, opt, x, y)
     torch.cuda.synchronize()
