@@ -36,6 +36,9 @@ const volatile bool want_stacks = true;
 const volatile bool want_fork = false;
 /* False when every heap uprobe is bound to a target pid: the kernel filters. */
 const volatile bool heap_filter = true;
+/* The daemon itself: never heap-tracked (host-wide its own symbolizing
+ * would feed back into what it tracks). */
+const volatile __u32 self_tgid = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -525,7 +528,7 @@ static __always_inline struct mem_pending *enter(struct pt_regs *ctx, __u32 fn,
 #define ENTRY_PROLOGUE()                                                       \
 	__u64 id = bpf_get_current_pid_tgid();                                 \
 	__u32 tgid = id >> 32, tid = (__u32)id;                                \
-	if (heap_filter && !nt_target_ok(tgid))                                \
+	if (heap_filter && (tgid == self_tgid || !nt_target_ok(tgid)))         \
 		return 0
 
 /* realloc releases its block at entry: a racing malloc in another thread

@@ -32,6 +32,8 @@
 #define TOKEN_TICK 2
 
 #define STACK_TEXT_MAX 4096
+#define SYM_BUDGET 256 /* new stacks symbolized per poll */
+#define FINALIZE_EVERY_NS 200000000ull /* exit reports batched over 200 ms */
 #define REPORT_TEXT_MAX 16384
 
 /* ------------------------------------------------------------------ */
@@ -341,6 +343,8 @@ struct mem_state {
 	size_t n_exits, cap_exits;
 
 	struct mem_reaper reaper;
+	uint32_t sym_budget; /* stacks symbolized eagerly in this poll */
+	uint64_t last_finalize_ns;
 	bool multi_ok; /* uprobe_multi links work (Linux 6.6+) */
 	struct mem_symcache syms;
 	struct mem_groups groups;
@@ -1252,7 +1256,18 @@ done:
 static void finalize_pending(struct mem_state *st);
 
 /* Every interval: RSS, heap counters, top stacks, drops. */
+static void tick_body(struct mem_state *st);
+
 static void tick(struct mem_state *st)
+{
+	uint64_t t0 = mono_ns();
+
+	tick_body(st);
+	st->host->log(st->inst, NT_LOG_DEBUG, "interval work took %.1f ms",
+		      (double)(mono_ns() - t0) / 1e6);
+}
+
+static void tick_body(struct mem_state *st)
 {
 	int pfd = bpf_map__fd(st->skel->maps.procs);
 	int hfd = bpf_map__fd(st->skel->maps.heap);
@@ -1379,9 +1394,11 @@ static void finalize_pending(struct mem_state *st)
 	uint32_t *pids;
 	size_t n;
 	bool any_heap = false;
+	uint64_t t0;
 
 	if (!st->n_exits)
 		return;
+	t0 = mono_ns();
 	pids = st->exits;
 	n = st->n_exits;
 	st->exits = NULL;
@@ -1419,7 +1436,9 @@ static void finalize_pending(struct mem_state *st)
 			mem_fmt_bytes(live, sizeof(live),
 				      hs.live_bytes > 0 ? (uint64_t)hs.live_bytes : 0);
 		}
-		if (have_hs || have_pr)
+		/* Host-wide, a process without heap data gets only its final
+		 * mem.rss; a target always gets its table. */
+		if (have_hs || (have_pr && st->host->target_map_fd(st->inst) >= 0))
 			report_stacks(st, pid, true, &hs, have_hs, &pr, have_pr);
 		if (p->heap_attached || (st->host->target_map_fd(st->inst) >= 0 && (have_hs || have_pr)))
 			st->host->log(st->inst, NT_LOG_INFO,
@@ -1435,6 +1454,9 @@ static void finalize_pending(struct mem_state *st)
 	}
 	for (size_t i = 0; i < sc.n_doomed; i++)
 		bpf_map_delete_elem(afd, &sc.doomed[i]);
+	st->host->log(st->inst, NT_LOG_DEBUG,
+		      "final reports of %zu processes (%zu blocks dropped) took %.1f ms",
+		      n, sc.n_doomed, (double)(mono_ns() - t0) / 1e6);
 	free(sc.doomed);
 	free(pids);
 }
@@ -1468,7 +1490,12 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	switch (r->kind) {
 	case MEM_REC_STACK:
-		symbolize_stack(st, r->tgid, r->stack_id);
+		/* Symbolize while the process lives, within a budget per
+		 * poll; the rest wait for the report that needs them. */
+		if (st->sym_budget) {
+			st->sym_budget--;
+			symbolize_stack(st, r->tgid, r->stack_id);
+		}
 		break;
 	case MEM_REC_EXIT:
 		queue_exit(st, r->tgid, r->hdr.comm);
@@ -1649,6 +1676,7 @@ static int mem_attach(void *state)
 	s->rodata->want_stacks = c->stacks;
 	s->rodata->want_fork = st->per_pid;
 	s->rodata->heap_filter = !st->per_pid;
+	s->rodata->self_tgid = (uint32_t)getpid();
 	if ((err = nt_bpf_use_targets(st->host, st->inst, s->maps.nt_targets,
 				      &s->rodata->nt_filter_on)))
 		return err;
@@ -1770,11 +1798,19 @@ static int mem_poll(void *state, uint32_t token, uint32_t budget)
 	(void)budget; /* libbpf 1.1 has no ring_buffer__consume_n */
 	if (!st->rb)
 		return 0;
+	st->sym_budget = SYM_BUDGET;
 	if (token == TOKEN_RING) {
+		uint64_t now;
+
 		n = ring_buffer__consume(st->rb);
 		if (n < 0)
 			return n;
-		finalize_pending(st);
+		/* Exits are batched: each batch scans the allocs map once. */
+		now = mono_ns();
+		if (st->n_exits >= 256 || now - st->last_finalize_ns >= FINALIZE_EVERY_NS) {
+			finalize_pending(st);
+			st->last_finalize_ns = now;
+		}
 	} else if (token == TOKEN_TICK) {
 		ring_buffer__consume(st->rb);
 		tick(st);
@@ -1797,6 +1833,7 @@ static void mem_flush(void *state)
 
 	if (!st->skel || !st->rb)
 		return;
+	st->sym_budget = SYM_BUDGET;
 	ring_buffer__consume(st->rb);
 	finalize_pending(st);
 	tick(st);
@@ -1805,6 +1842,7 @@ static void mem_flush(void *state)
 static void mem_detach(void *state)
 {
 	struct mem_state *st = state;
+	uint64_t t0 = mono_ns();
 
 	if (st->skel && st->rb) {
 		ring_buffer__consume(st->rb);
@@ -1825,6 +1863,8 @@ static void mem_detach(void *state)
 	st->rb = NULL;
 	mem_bpf__destroy(st->skel);
 	st->skel = NULL;
+	st->host->log(st->inst, NT_LOG_DEBUG, "detach took %.1f ms",
+		      (double)(mono_ns() - t0) / 1e6);
 }
 
 static void mem_fini(void *state)
