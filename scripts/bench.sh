@@ -6,6 +6,7 @@ status=0
 for b in bench/*.sh; do
   [ -e "$b" ] || continue
   echo "=== $b $*"
-  BUILD=${BUILD:-build} bash "$b" "$@" || { echo "bench $b failed"; status=1; }
+  # Every bench takes [--smoke] [BUILD_ROOT].
+  bash "$b" "$@" "$(cd "${BUILD:-build}" && pwd)" || { echo "bench $b failed"; status=1; }
 done
 exit $status

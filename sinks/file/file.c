@@ -71,6 +71,7 @@ struct file_sink {
 	struct nt_buf buf;  /* whole lines only */
 	uint64_t buf_lines;
 	bool write_failed;  /* logged once */
+	bool rotatable;     /* a regular file: never rename /dev/null or a fifo */
 	struct nt_metric *m_bytes, *m_rotations;
 };
 
@@ -81,7 +82,8 @@ static int open_output(struct file_sink *fs)
 	fs->fd = open(fs->cfg->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fs->fd < 0)
 		return -errno;
-	fs->size = fstat(fs->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	fs->rotatable = fstat(fs->fd, &st) == 0 && S_ISREG(st.st_mode);
+	fs->size = fs->rotatable ? (uint64_t)st.st_size : 0;
 	return 0;
 }
 
@@ -128,7 +130,7 @@ static void flush_buffer(struct file_sink *fs)
 
 	if (!fs->buf.len)
 		return;
-	if (max && fs->size && fs->size + fs->buf.len > max)
+	if (max && fs->rotatable && fs->size && fs->size + fs->buf.len > max)
 		rotate(fs);
 	if (fs->fd >= 0)
 		err = write_all(fs->fd, fs->buf.p, fs->buf.len);
