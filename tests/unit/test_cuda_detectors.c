@@ -847,7 +847,10 @@ START_TEST(test_cudaev_decode)
 	char buf[64];
 
 	a->outstanding_bytes = 8192;
+	a->duration_ns = 500;
 	ck_assert(cuev_decode(&c, &a->hdr, &alloc_schema, &e));
+	/* records are stamped at the call's entry: the return is ts + duration */
+	ck_assert_uint_eq(e.end_ts, 5 * SEC + 500);
 	ck_assert_int_eq(e.type, CUEV_ALLOC);
 	ck_assert_uint_eq(e.pid, 100);
 	ck_assert_uint_eq(e.ts, 5 * SEC);
@@ -1803,6 +1806,48 @@ START_TEST(test_det_hang)
 }
 END_TEST
 
+/* Cost of consume() per event (printed, not asserted): alloc/free pairs
+ * with stacks through each allocation-tracking detector. */
+START_TEST(test_det_consume_cost)
+{
+	static const char *const names[] = { "cuda_memleak", "cuda_oom", "cuda_frag" };
+	const char *n_env = getenv("CUDADET_BENCH_N");
+	int n = n_env ? atoi(n_env) : 20000;
+	struct nt_cuda_alloc **a = calloc((size_t)n, sizeof(*a));
+	struct nt_cuda_free **f = calloc((size_t)n, sizeof(*f));
+
+	for (int i = 0; i < n; i++) {
+		a[i] = mk_alloc(900, (uint64_t)i, 0x7f0000000000ULL + (uint64_t)(i % 512) * MiB,
+				MiB, 0, NT_CUDA_LAYER_RUNTIME,
+				(i & 1) ? "cudaMalloc;c10::cuda::CUDACachingAllocator::malloc;"
+					  "at::empty;python3" : "cudaMalloc;train_step;main");
+		f[i] = mk_free(900, (uint64_t)i, a[i]->ptr, NT_CUDA_LAYER_RUNTIME);
+	}
+	for (size_t k = 0; k < NT_ARRAY_LEN(names); k++) {
+		static const char *const over[] = { "svg_path=\"\"", NULL };
+		struct det x;
+		uint64_t t0, t1;
+
+		det_open(&x, names[k], strcmp(names[k], "cuda_frag") == 0 ? over : NULL);
+		t0 = mono_now_ns();
+		for (int i = 0; i < n; i++) {
+			x.d->consume(x.state, &a[i]->hdr, &alloc_schema);
+			x.d->consume(x.state, &f[i]->hdr, &free_schema);
+		}
+		t1 = mono_now_ns();
+		fprintf(stderr, "consume cost %-13s %6.0f ns per event (%d alloc/free pairs)\n",
+			names[k], (double)(t1 - t0) / (2.0 * n), n);
+		det_close(&x);
+	}
+	for (int i = 0; i < n; i++) {
+		free(a[i]);
+		free(f[i]);
+	}
+	free(a);
+	free(f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cuda_detectors");
@@ -1842,6 +1887,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_det_frag_unused_holes);
 	tcase_add_test(t, test_det_frag_bad_svg_path);
 	tcase_add_test(t, test_det_hang);
+	tcase_add_test(t, test_det_consume_cost);
 	suite_add_tcase(s, t);
 	return s;
 }
