@@ -166,6 +166,42 @@ struct {
 	__type(value, struct nt_cuda_raw_path);
 } path_scratch SEC(".maps");
 
+/*
+ * The last target decision per CPU: a launch-bound loop runs on one thread,
+ * so the target-map lookup is made once, not per launch (a per-CPU array
+ * lookup is inlined by the verifier; a hash lookup costs ~20 ns).
+ */
+struct tcache {
+	__u32 tgid;
+	__u32 ok;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcache);
+} target_cache SEC(".maps");
+
+static __always_inline bool target_ok_cached(__u32 tgid)
+{
+	struct tcache *tc;
+	__u32 zero = 0;
+	bool ok;
+
+	if (!nt_filter_on)
+		return true;
+	tc = bpf_map_lookup_elem(&target_cache, &zero);
+	if (tc && tc->tgid == tgid && tgid)
+		return tc->ok;
+	ok = nt_target_ok(tgid);
+	if (tc) {
+		tc->tgid = tgid;
+		tc->ok = ok;
+	}
+	return ok;
+}
+
 static __always_inline __u64 slot_key(__u32 tid, __u32 layer)
 {
 	return ((__u64)tid << 2) | (layer & 3);
@@ -416,7 +452,7 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 	__u64 *cnt, one = 1, func, cfg = 0;
 	__u8 first = 0;
 
-	if (!nt_target_ok(tgid))
+	if (!target_ok_cached(tgid))
 		return 0;
 	if (kind == L_RT_EX || kind == L_DRV_EX) {
 		cfg = PT_REGS_PARM1(ctx);

@@ -1516,20 +1516,34 @@ static int cuda_attach(void *state)
 	/* uprobe_multi links (one per program and file) attach and, above
 	 * all, detach far faster than one perf event per probe; kernels
 	 * before 6.6 refuse the attach type, and then perf events are used. */
-	c->multi = true;
-	cuda_set_multi(s, true);
-	err = cuda_bpf__load(s);
-	if (err) {
-		c->host->log(c->inst, NT_LOG_INFO,
-			     "uprobe_multi links unavailable (%s); one perf event per probe",
-			     strerror(-err));
-		cuda_bpf__destroy(s);
-		c->skel = s = NULL;
-		c->multi = false;
-		err = reopen(c, &s);
-		if (err)
-			goto fail;
+	/* Load attempts, best first: uprobe_multi links (6.6+; one link per
+	 * program and file, attach and detach in milliseconds), then one perf
+	 * event per probe, then without the discovery tracepoints (no vmlinux
+	 * BTF or bpf_loop, before 5.17: libraries are then found at start). */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (attempt) {
+			cuda_bpf__destroy(s);
+			c->skel = s = NULL;
+			err = reopen(c, &s);
+			if (err)
+				goto fail;
+		}
+		c->multi = attempt == 0;
+		cuda_set_multi(s, c->multi);
+		if (attempt == 2) {
+			bpf_program__set_autoload(s->progs.on_exec, false);
+			bpf_program__set_autoload(s->progs.on_openat_enter, false);
+			bpf_program__set_autoload(s->progs.on_openat_exit, false);
+		}
 		err = cuda_bpf__load(s);
+		if (!err)
+			break;
+		c->host->log(c->inst, NT_LOG_INFO, "BPF load attempt %d (%s) failed: %s",
+			     attempt + 1,
+			     attempt == 0   ? "uprobe_multi"
+			     : attempt == 1 ? "perf-event uprobes"
+					    : "without the exec tracepoint",
+			     strerror(-err));
 	}
 	if (err) {
 		c->host->log(c->inst, NT_LOG_ERROR,
@@ -1545,9 +1559,12 @@ static int cuda_attach(void *state)
 			bpf_map_update_elem(bpf_map__fd(s->maps.specs), &k, &sp,
 					    BPF_ANY);
 	}
-	c->tp_links[0] = bpf_program__attach(s->progs.on_openat_enter);
-	c->tp_links[1] = bpf_program__attach(s->progs.on_openat_exit);
-	c->tp_links[2] = bpf_program__attach(s->progs.on_exec);
+	if (bpf_program__autoload(s->progs.on_openat_enter)) {
+		c->tp_links[0] = bpf_program__attach(s->progs.on_openat_enter);
+		c->tp_links[1] = bpf_program__attach(s->progs.on_openat_exit);
+	}
+	if (bpf_program__autoload(s->progs.on_exec))
+		c->tp_links[2] = bpf_program__attach(s->progs.on_exec);
 	for (int i = 0; i < 3; i++)
 		if (!c->tp_links[i])
 			c->host->log(c->inst, NT_LOG_WARN,

@@ -36,7 +36,7 @@ conf() { # conf FILE LAYER JSONL [extra keys]
 	cat > "$1" <<CONF
 ntcore = { log_level = "info"; };
 plugins = (
-  { plugin = "cuda"; launch_layer = "$2"; $4 },
+  { plugin = "cuda"; launch_layer = "$2"; ${4:-} },
   { plugin = "file"; path = "$3"; metrics = true; }
 );
 CONF
@@ -47,10 +47,9 @@ date -u
 uname -r
 nvidia-smi -L 2>&1 | head -4
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | head -3
-"$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
-TORCH_LIB=$("$PY" -c 'import torch, os; print(os.path.dirname(torch.__file__))')/lib
 CUDART=$("$PY" - <<'PY'
-import glob, os, torch
+import glob, os, sys, torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0), file=sys.stderr)
 d = os.path.dirname(os.path.dirname(torch.__file__))
 c = sorted(glob.glob(os.path.join(d, "nvidia", "*", "lib", "libcudart.so*")) +
            glob.glob(os.path.join(d, "nvidia", "cuda_runtime", "lib", "libcudart.so*")))
@@ -59,7 +58,6 @@ PY
 )
 LIBCUDA=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 / { print $NF; exit }')
 [ -n "$LIBCUDA" ] || LIBCUDA=/usr/local/nvidia/lib64/libcuda.so.1
-echo "torch libs: $TORCH_LIB"
 echo "libcudart: $CUDART"
 echo "libcuda:   $LIBCUDA -> $(readlink -f "$LIBCUDA")"
 CUBLASLT=$(ls "$(dirname "$CUDART")"/../../cublas/lib/libcublasLt.so* 2>/dev/null | head -1)
@@ -79,7 +77,7 @@ done
 
 say "correctness with torch.compile (Triton kernels through the driver)"
 conf "$W/compile.conf" auto "$W/compile.jsonl"
-timeout 150 "$NT" -c "$W/compile.conf" -- "$PY" "$HERE/cuda_workload.py" compile \
+timeout 120 "$NT" -c "$W/compile.conf" -- "$PY" "$HERE/cuda_workload.py" compile \
 	"$W/prof-compile.json" > "$W/compile.out" 2>&1
 echo "ntcore exit $?; $(grep -E '^check:|error|Error' "$W/compile.out" | head -5)"
 if [ -f "$W/prof-compile.json" ]; then
@@ -95,7 +93,7 @@ mkdir -p "$B"
 BPID=$!
 for _ in $(seq 1 600); do [ -f "$B/ready" ] && break; sleep 0.1; done
 [ -f "$B/ready" ] || { echo "bench workload did not start"; cat "$W/bench.out"; status=1; }
-phases=(base auto base runtime base both base auto base runtime base auto base)
+phases=(base auto base runtime base both base auto base)
 i=0
 for ph in "${phases[@]}"; do
 	[ -f "$B/ready" ] || break
@@ -114,7 +112,15 @@ for ph in "${phases[@]}"; do
 	for _ in $(seq 1 1200); do [ -f "$B/done.$i" ] && break; sleep 0.1; done
 	if [ -n "$NTP" ]; then
 		kill -INT "$NTP"; wait "$NTP"
-		grep -E "probes in|dropped|summary" "$W/bench-nt-$i.log" | head -3
+		grep -E "probes in" "$W/bench-nt-$i.log" | head -2
+		"$PY" - "$W/bench-$i.jsonl" <<'PY'
+import json, sys
+v = [json.loads(l) for l in open(sys.argv[1])]
+n = sum(e["value"] for e in v if e["type"] == "metric" and e["name"] == "ntcore_cuda_launches_total")
+k = len({e["labels"]["kernel"] for e in v if e["type"] == "metric" and e["name"] == "ntcore_cuda_launches_total"})
+d = [e for e in v if e["type"] == "metric" and e["name"] == "ntcore_events_dropped_total" and e["value"]]
+print(f"   ntcore counted {n:.0f} launches of {k} kernels while attached; drops: {d}")
+PY
 	fi
 	i=$((i + 1))
 done
