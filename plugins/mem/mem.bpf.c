@@ -372,6 +372,39 @@ int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
 	return on_fork(parent, child);
 }
 
+/* exec replaces the address space: every block of the old image is gone. */
+static __always_inline int on_exec(struct task_struct *p)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct mem_heap_stats *st = bpf_map_lookup_elem(&heap, &tgid);
+
+	if (!st)
+		return 0;
+	/* de_thread() is done: no other thread of tgid updates st now. */
+	st->gen++;
+	st->live_bytes = 0;
+	st->live_allocs = 0;
+	st->peak_bytes = 0;
+	st->mmap_live_bytes = 0;
+	st->mmap_peak_bytes = 0;
+	emit_internal(MEM_REC_EXEC, tgid, 0, -1);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(exec_btf, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	return on_exec(p);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(exec_raw, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	return on_exec(p);
+}
+
 /* ------------------------------------------------------------------ */
 /* Heap                                                                */
 /* ------------------------------------------------------------------ */
@@ -444,6 +477,7 @@ static __always_inline void track(void *ctx, __u32 tgid, __u32 tid, __u64 addr,
 	val.tid = tid;
 	val.weight = weight;
 	val.kind = kind;
+	val.gen = st->gen;
 	val.stack_id = -1;
 	if (want_stacks) {
 		long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
@@ -458,7 +492,7 @@ static __always_inline void track(void *ctx, __u32 tgid, __u32 tid, __u64 addr,
 	/* A record already at this address was released behind our back
 	 * (e.g. before a probe existed): drop its share of the live bytes. */
 	stale = bpf_map_lookup_elem(&allocs, &key);
-	if (stale)
+	if (stale && stale->gen == st->gen)
 		live_add(st, stale->kind, -(__s64)(stale->size * stale->weight),
 			 -(__s64)stale->weight);
 	if (bpf_map_update_elem(&allocs, &key, &val, BPF_ANY)) {
@@ -482,8 +516,8 @@ static __always_inline bool release(__u32 tgid, __u64 addr, __u32 want_kind,
 	if (bpf_map_delete_elem(&allocs, &key))
 		return false; /* another thread released it first */
 	st = bpf_map_lookup_elem(&heap, &tgid);
-	if (!st)
-		return true;
+	if (!st || out->gen != st->gen)
+		return false; /* a block of the image before an exec */
 	if (want_kind == MEM_KIND_MMAP) {
 		__sync_fetch_and_add(&st->munmaps, 1);
 	} else {

@@ -30,6 +30,7 @@
 
 #define TOKEN_RING 1
 #define TOKEN_TICK 2
+#define TOKEN_RETRY 3
 
 #define STACK_TEXT_MAX 4096
 #define SYM_BUDGET 256 /* new stacks symbolized per poll */
@@ -43,6 +44,7 @@
 struct mem_config {
 	struct nt_strlist functions;
 	const char *heap;
+	const char *heap_scope;
 	const char *library;
 	int64_t sample_min_bytes;
 	int64_t sample_every;
@@ -61,6 +63,7 @@ struct mem_config {
 };
 
 static const char *const heap_choices[] = {"targets", "always", "off", NULL};
+static const char *const scope_choices[] = {"auto", "process", "global", NULL};
 
 #define KEY(k, t, def_, lo, hi, d)                                             \
 	{ .key = #k, .type = (t), .offset = offsetof(struct mem_config, k),    \
@@ -75,6 +78,10 @@ static const struct nt_cfg_key mem_keys[] = {
 	  .offset = offsetof(struct mem_config, heap), .def = "\"targets\"",
 	  .min = 1, .max = 0, .choices = heap_choices,
 	  .desc = "heap tracking: targets (only with -p/-- CMD), always (host-wide too), off" },
+	{ .key = "heap_scope", .type = NT_CFG_STRING,
+	  .offset = offsetof(struct mem_config, heap_scope), .def = "\"auto\"",
+	  .min = 1, .max = 0, .choices = scope_choices,
+	  .desc = "uprobes bound to each target (process) or on every process filtered in BPF (global); auto: global for -- CMD, process for -p" },
 	KEY(library, NT_CFG_STRING, "\"\"", 1, 0,
 	    "allocator library to probe; empty: the C library of each target"),
 	KEY(sample_min_bytes, NT_CFG_INT, "0", 0, 1099511627776.0,
@@ -270,6 +277,12 @@ struct mem_proc_info {
 	char lib[PATH_MAX];
 };
 
+struct mem_sym_retry {
+	uint32_t tgid;
+	int32_t stack_id;
+	uint64_t first_ns;
+};
+
 /* An attach point resolved once per library file. */
 struct mem_fn_point {
 	unsigned fn;
@@ -344,6 +357,8 @@ struct mem_state {
 
 	struct mem_reaper reaper;
 	uint32_t sym_budget; /* stacks symbolized eagerly in this poll */
+	struct mem_sym_retry *retry; /* incomplete stacks to symbolize again */
+	size_t n_retry;
 	uint64_t last_finalize_ns;
 	bool multi_ok; /* uprobe_multi links work (Linux 6.6+) */
 	struct mem_symcache syms;
@@ -586,28 +601,33 @@ static bool same_mount_ns(uint32_t pid)
 	return na <= 0 || nb <= 0 || (na == nb && memcmp(a, b, (size_t)na) == 0);
 }
 
+/* The child of `-- CMD` waits, not yet exec'd, as a copy of this daemon. */
+static bool proc_is_unexeced_child(struct mem_state *st, uint32_t pid)
+{
+	char path[64], exe[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	return strcmp(exe, st->self_exe) == 0;
+}
+
 /* Library whose allocator functions a process uses. */
 static int resolve_libc(struct mem_state *st, uint32_t pid, char *out, size_t len)
 {
 	char path[64], exe[PATH_MAX], *maps;
-	ssize_t n;
 	int rc;
 
 	if (st->cfg->library && st->cfg->library[0]) {
 		snprintf(out, len, "%s", st->cfg->library);
 		return 0;
 	}
-	if (!pid)
+	/* The -- CMD child's maps are still ours, not its program's. */
+	if (!pid || proc_is_unexeced_child(st, pid))
 		return resolve_self_libc(st, out, len);
-	/* The child of `-- CMD` waits, not yet exec'd, as a copy of us: its
-	 * maps show our C library, not the one its program will get. */
-	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		if (strcmp(exe, st->self_exe) == 0)
-			return resolve_self_libc(st, out, len);
-	}
 	maps = malloc(1 << 20);
 	if (!maps)
 		return -ENOMEM;
@@ -886,6 +906,36 @@ static int heap_attach_pid(struct mem_state *st, uint32_t pid)
 
 /* ---- stacks ------------------------------------------------------- */
 
+static bool proc_alive(uint32_t pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+static void retry_push(struct mem_state *st, uint32_t tgid, int32_t stack_id)
+{
+	struct mem_sym_retry *grown;
+
+	for (size_t i = 0; i < st->n_retry; i++)
+		if (st->retry[i].tgid == tgid && st->retry[i].stack_id == stack_id)
+			return;
+	if (st->n_retry >= 4096)
+		return;
+	grown = realloc(st->retry, (st->n_retry + 1) * sizeof(*grown));
+	if (!grown)
+		return;
+	st->retry = grown;
+	st->retry[st->n_retry].tgid = tgid;
+	st->retry[st->n_retry].stack_id = stack_id;
+	st->retry[st->n_retry++].first_ns = mono_ns();
+}
+
+/*
+ * Symbolize a stack of a process into the cache. A frame whose module the
+ * symbolizer does not know yet (it re-reads a process's maps at most every
+ * 100 ms, and a process that just exec'd still shows its old maps there)
+ * leaves the entry incomplete and queued for a retry while the process
+ * lives.
+ */
 static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_id)
 {
 	uint64_t ips[MEM_MAX_DEPTH];
@@ -894,8 +944,13 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 	int depth = (int)st->cfg->stack_depth;
 	struct mem_proc_info *p = proc_find(st, tgid, NULL);
 	const char *alloc_lib = p && p->lib[0] ? p->lib : st->self_libc;
+	const struct mem_stack_text *have;
+	bool unknown = false;
 
-	if (stack_id < 0 || mem_symcache_get(&st->syms, tgid, stack_id))
+	if (stack_id < 0)
+		return;
+	have = mem_symcache_get(&st->syms, tgid, stack_id);
+	if (have && !have->incomplete)
 		return;
 	memset(ips, 0, sizeof(ips));
 	if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.stacks), &stack_id, ips))
@@ -905,6 +960,8 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 		struct nt_symbol sym;
 		int rc = st->host->symbolize(st->inst, tgid, ips[i], &sym);
 
+		if (rc && !sym.module)
+			unknown = true;
 		mem_format_frame(frame, sizeof(frame), ips[i], rc, &sym);
 		if (!first[0])
 			snprintf(first, sizeof(first), "%s", rc == 0 && sym.name ? sym.name : frame);
@@ -917,8 +974,33 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%s",
 					 used ? " <- " : "", frame);
 	}
+	unknown = unknown && proc_alive(tgid);
 	mem_symcache_put(&st->syms, tgid, stack_id, text,
-			 function[0] ? function : first);
+			 function[0] ? function : first, unknown);
+	if (unknown)
+		retry_push(st, tgid, stack_id);
+}
+
+/* The 100 ms timer: stacks whose symbolization was incomplete. */
+static void retry_stacks(struct mem_state *st)
+{
+	uint64_t now = mono_ns();
+	size_t k = 0;
+
+	for (size_t i = 0; i < st->n_retry; i++) {
+		struct mem_sym_retry r = st->retry[i];
+		const struct mem_stack_text *t;
+
+		if (now - r.first_ns < 3000000000ull && proc_alive(r.tgid)) {
+			symbolize_stack(st, r.tgid, r.stack_id);
+			t = mem_symcache_get(&st->syms, r.tgid, r.stack_id);
+			if (t && t->incomplete) {
+				st->retry[k++] = r;
+				continue;
+			}
+		}
+	}
+	st->n_retry = k;
 }
 
 /* ---- publishing --------------------------------------------------- */
@@ -1076,21 +1158,22 @@ static void report_heap(struct mem_state *st, uint32_t pid,
 	st->host->publish(st->inst, &e->hdr);
 }
 
-/* mem.leak for each of the top stacks, then mem.report. */
+/* mem.leak for each of the top stacks, then mem.report. `gs` are the
+ * process's groups, most bytes first. */
 static void report_stacks(struct mem_state *st, uint32_t pid, bool final,
+			  const struct mem_group *gs, size_t total,
 			  const struct mem_heap_stats *hs, bool have_hs,
 			  const struct mem_proc *pr, bool have_pr)
 {
-	size_t top = (size_t)st->cfg->top_n, n, total = 0;
-	struct mem_group *gs = calloc(top, sizeof(*gs));
+	size_t top = (size_t)st->cfg->top_n;
+	size_t n = total < top ? total : top;
 	struct mem_report_line *lines = calloc(top, sizeof(*lines));
 	struct mem_proc_info *p = proc_get(st, pid);
 	uint64_t now = mono_ns();
 	char *text = NULL;
 
-	if (!gs || !lines || !p)
+	if (!lines || !p)
 		goto out;
-	n = mem_groups_top(&st->groups, pid, gs, top, &total);
 	for (size_t i = 0; i < n; i++) {
 		const struct mem_stack_text *t;
 		struct mem_leak_event *e;
@@ -1159,17 +1242,23 @@ static void report_stacks(struct mem_state *st, uint32_t pid, bool final,
 	}
 out:
 	free(text);
-	free(gs);
 	free(lines);
 }
 
 /* ---- reading the maps ------------------------------------------- */
 
+struct pid_gen {
+	uint32_t tgid, gen;
+};
+
 struct scan_ctx {
 	const uint32_t *only; /* NULL: every process; else this sorted set */
 	size_t n_only;
 	uint64_t min_ts;      /* skip allocations newer than this */
-	struct mem_alloc_key *doomed; /* keys to delete (finalized processes) */
+	struct pid_gen *gens; /* current image of each process, sorted */
+	size_t n_gens;
+	/* keys to delete: of finalized processes, or of an image before exec */
+	struct mem_alloc_key *doomed;
 	size_t n_doomed, cap_doomed;
 };
 
@@ -1180,28 +1269,68 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void doom(struct scan_ctx *sc, const struct mem_alloc_key *k)
+{
+	if (sc->n_doomed == sc->cap_doomed) {
+		size_t cap = sc->cap_doomed ? sc->cap_doomed * 2 : 256;
+		struct mem_alloc_key *g = realloc(sc->doomed, cap * sizeof(*g));
+
+		if (!g)
+			return;
+		sc->doomed = g;
+		sc->cap_doomed = cap;
+	}
+	sc->doomed[sc->n_doomed++] = *k;
+}
+
 static void scan_one(struct mem_state *st, struct scan_ctx *sc,
 		     const struct mem_alloc_key *k, const struct mem_alloc_val *v)
 {
+	const struct pid_gen *g = bsearch(&k->tgid, sc->gens, sc->n_gens,
+					  sizeof(*sc->gens), cmp_u32);
+
 	if (sc->only) {
 		if (!bsearch(&k->tgid, sc->only, sc->n_only, sizeof(uint32_t), cmp_u32))
 			return;
-		if (sc->n_doomed == sc->cap_doomed) {
-			size_t cap = sc->cap_doomed ? sc->cap_doomed * 2 : 256;
-			struct mem_alloc_key *g = realloc(sc->doomed, cap * sizeof(*g));
-
-			if (g) {
-				sc->doomed = g;
-				sc->cap_doomed = cap;
-			}
-		}
-		if (sc->n_doomed < sc->cap_doomed)
-			sc->doomed[sc->n_doomed++] = *k;
+		doom(sc, k);
+	} else if (!g || g->gen != v->gen) {
+		if (g)
+			doom(sc, k); /* left behind by an exec */
+		return;
 	} else if (v->ts_ns > sc->min_ts) {
 		return;
 	}
-	mem_groups_add(&st->groups, k->tgid, v->stack_id, v->kind,
-		       v->size * v->weight, v->weight, v->ts_ns);
+	if (g && g->gen == v->gen)
+		mem_groups_add(&st->groups, k->tgid, v->stack_id, v->kind,
+			       v->size * v->weight, v->weight, v->ts_ns);
+}
+
+static void read_gens(struct mem_state *st, struct scan_ctx *sc)
+{
+	int fd = bpf_map__fd(st->skel->maps.heap);
+	uint32_t key, next;
+	size_t cap = 0;
+
+	for (int rc = bpf_map_get_next_key(fd, NULL, &key); rc == 0;
+	     rc = bpf_map_get_next_key(fd, &key, &next), key = next) {
+		struct mem_heap_stats hs;
+
+		if (bpf_map_lookup_elem(fd, &key, &hs))
+			continue;
+		if (sc->n_gens == cap) {
+			struct pid_gen *g;
+
+			cap = cap ? cap * 2 : 64;
+			g = realloc(sc->gens, cap * sizeof(*g));
+			if (!g)
+				break;
+			sc->gens = g;
+		}
+		sc->gens[sc->n_gens].tgid = key;
+		sc->gens[sc->n_gens++].gen = hs.gen;
+	}
+	if (sc->n_gens)
+		qsort(sc->gens, sc->n_gens, sizeof(*sc->gens), cmp_u32);
 }
 
 /* Group the outstanding allocations (of sc->only, or of everyone). */
@@ -1216,6 +1345,7 @@ static void scan_allocs(struct mem_state *st, struct scan_ctx *sc)
 	bool first = true, batch_ok = true;
 
 	mem_groups_reset(&st->groups);
+	read_gens(st, sc);
 	if (!keys || !vals)
 		goto done;
 	/* Batched lookup (one syscall per CHUNK records) ... */
@@ -1251,6 +1381,17 @@ static void scan_allocs(struct mem_state *st, struct scan_ctx *sc)
 done:
 	free(keys);
 	free(vals);
+	free(sc->gens);
+	sc->gens = NULL;
+	sc->n_gens = 0;
+	/* Interval scans drop the blocks of images replaced by exec. */
+	if (!sc->only) {
+		for (size_t i = 0; i < sc->n_doomed; i++)
+			bpf_map_delete_elem(fd, &sc->doomed[i]);
+		free(sc->doomed);
+		sc->doomed = NULL;
+		sc->n_doomed = sc->cap_doomed = 0;
+	}
 }
 
 static void finalize_pending(struct mem_state *st);
@@ -1304,11 +1445,17 @@ static void tick_body(struct mem_state *st)
 			.min_ts = now - (uint64_t)st->cfg->min_age_ms * 1000000ull,
 		};
 
+		size_t n_sorted = 0;
+		struct mem_group *sorted;
+
 		scan_allocs(st, &sc);
+		sorted = mem_groups_sorted(&st->groups, &n_sorted);
 		for (rc = bpf_map_get_next_key(hfd, NULL, &key); rc == 0;
 		     rc = bpf_map_get_next_key(hfd, &key, &next), key = next) {
 			struct mem_heap_stats hs;
 			struct mem_proc pr;
+			const struct mem_group *gs;
+			size_t n_gs;
 			bool have_pr;
 
 			if (bpf_map_lookup_elem(hfd, &key, &hs))
@@ -1337,8 +1484,11 @@ static void tick_body(struct mem_state *st)
 			}
 			report_heap(st, key, &hs, false);
 			have_pr = bpf_map_lookup_elem(pfd, &key, &pr) == 0;
-			report_stacks(st, key, false, &hs, true, &pr, have_pr);
+			gs = mem_groups_find(sorted, n_sorted, key, &n_gs);
+			if (n_gs)
+				report_stacks(st, key, false, gs, n_gs, &hs, true, &pr, have_pr);
 		}
+		free(sorted);
 		finalize_pending(st);
 	}
 	/* Forget processes finalized at least one interval ago. */
@@ -1363,6 +1513,8 @@ static void queue_exit(struct mem_state *st, uint32_t pid, const char *comm)
 
 	if (p && p->finalized)
 		return;
+	if (!p && comm && comm[0])
+		p = proc_get(st, pid);
 	/* The name it died with (its group leader's): /proc may be gone,
 	 * and a short-lived -- CMD child may not have been seen since exec. */
 	if (p && comm && comm[0]) {
@@ -1392,8 +1544,9 @@ static void finalize_pending(struct mem_state *st)
 	int afd = bpf_map__fd(st->skel->maps.allocs);
 	struct scan_ctx sc = {0};
 	uint32_t *pids;
-	size_t n;
+	size_t n, n_sorted = 0;
 	bool any_heap = false;
+	struct mem_group *sorted;
 	uint64_t t0;
 
 	if (!st->n_exits)
@@ -1418,6 +1571,7 @@ static void finalize_pending(struct mem_state *st)
 	} else {
 		mem_groups_reset(&st->groups);
 	}
+	sorted = mem_groups_sorted(&st->groups, &n_sorted);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t pid = pids[i];
 		struct mem_heap_stats hs;
@@ -1438,8 +1592,12 @@ static void finalize_pending(struct mem_state *st)
 		}
 		/* Host-wide, a process without heap data gets only its final
 		 * mem.rss; a target always gets its table. */
-		if (have_hs || (have_pr && st->host->target_map_fd(st->inst) >= 0))
-			report_stacks(st, pid, true, &hs, have_hs, &pr, have_pr);
+		if (have_hs || (have_pr && st->host->target_map_fd(st->inst) >= 0)) {
+			size_t n_gs;
+			const struct mem_group *gs = mem_groups_find(sorted, n_sorted, pid, &n_gs);
+
+			report_stacks(st, pid, true, gs, n_gs, &hs, have_hs, &pr, have_pr);
+		}
 		if (p->heap_attached || (st->host->target_map_fd(st->inst) >= 0 && (have_hs || have_pr)))
 			st->host->log(st->inst, NT_LOG_INFO,
 				      "target pid %u (%s) exited%s%s%s; final report published, the other targets go on",
@@ -1458,6 +1616,7 @@ static void finalize_pending(struct mem_state *st)
 		      "final reports of %zu processes (%zu blocks dropped) took %.1f ms",
 		      n, sc.n_doomed, (double)(mono_ns() - t0) / 1e6);
 	free(sc.doomed);
+	free(sorted);
 	free(pids);
 }
 
@@ -1496,6 +1655,10 @@ static int on_record(void *ctx, void *data, size_t size)
 			st->sym_budget--;
 			symbolize_stack(st, r->tgid, r->stack_id);
 		}
+		break;
+	case MEM_REC_EXEC:
+		/* New image: stacks of the old one name other code. */
+		mem_symcache_forget(&st->syms, r->tgid);
 		break;
 	case MEM_REC_EXIT:
 		queue_exit(st, r->tgid, r->hdr.comm);
@@ -1656,10 +1819,23 @@ static int mem_attach(void *state)
 		heap = false;
 	}
 	st->heap_on = heap;
-	st->per_pid = heap && map_fd >= 0 && n_pids > 0;
 	if (n_pids > NT_ARRAY_LEN(pids))
 		n_pids = NT_ARRAY_LEN(pids);
 	resolve_self_libc(st, st->self_libc, sizeof(st->self_libc));
+	/* Uprobes bound to the target pids, or on every process with the
+	 * target map as filter. A bound probe reaches a child only once the
+	 * fork is seen in user space, after its first allocations; so the
+	 * -- CMD child (a copy of this daemon until it execs: a launcher
+	 * whose children matter) gets global probes unless told otherwise. */
+	st->per_pid = false;
+	if (heap && map_fd >= 0 && n_pids > 0) {
+		bool spawned = false;
+
+		for (size_t i = 0; i < n_pids; i++)
+			spawned |= proc_is_unexeced_child(st, pids[i]);
+		st->per_pid = strcmp(c->heap_scope, "process") == 0 ||
+			      (strcmp(c->heap_scope, "auto") == 0 && !spawned);
+	}
 
 	st->skel = s = mem_bpf__open();
 	if (!s) {
@@ -1701,6 +1877,7 @@ static int mem_attach(void *state)
 	want_tp(st, c->oom, s->progs.mark_victim_btf, s->progs.mark_victim_raw, "oom", "mark_victim");
 	want_tp(st, true, s->progs.exit_btf, s->progs.exit_raw, "sched", "sched_process_exit");
 	want_tp(st, st->per_pid, s->progs.fork_btf, s->progs.fork_raw, "sched", "sched_process_fork");
+	want_tp(st, heap, s->progs.exec_btf, s->progs.exec_raw, "sched", "sched_process_exec");
 
 	err = mem_bpf__load(s);
 	if (err) {
@@ -1713,6 +1890,7 @@ static int mem_attach(void *state)
 		s->progs.rss_stat_btf, s->progs.rss_stat_raw, s->progs.page_fault_btf,
 		s->progs.page_fault_raw, s->progs.mark_victim_btf, s->progs.mark_victim_raw,
 		s->progs.exit_btf, s->progs.exit_raw, s->progs.fork_btf, s->progs.fork_raw,
+		s->progs.exec_btf, s->progs.exec_raw,
 	};
 	for (size_t i = 0; i < NT_ARRAY_LEN(tps); i++)
 		if ((err = attach_tp(st, tps[i])))
@@ -1721,18 +1899,12 @@ static int mem_attach(void *state)
 	/* Seed RSS of running targets: the tracepoint fires only on change. */
 	if (c->rss)
 		for (size_t i = 0; i < n_pids; i++) {
-			char path[64], text[256], exe[PATH_MAX];
+			char path[64], text[256];
 			uint64_t size, res, shared;
 			struct mem_proc pr = {0};
-			ssize_t n;
 
-			snprintf(path, sizeof(path), "/proc/%u/exe", pids[i]);
-			n = readlink(path, exe, sizeof(exe) - 1);
-			if (n > 0) {
-				exe[n] = '\0';
-				if (strcmp(exe, st->self_exe) == 0)
-					continue; /* the -- CMD child, not exec'd yet */
-			}
+			if (proc_is_unexeced_child(st, pids[i]))
+				continue; /* its RSS is a copy of ours */
 			snprintf(path, sizeof(path), "/proc/%u/statm", pids[i]);
 			if (read_file(path, text, sizeof(text)) <= 0 ||
 			    mem_parse_statm(text, &size, &res, &shared))
@@ -1787,6 +1959,9 @@ static int mem_attach(void *state)
 	if ((err = st->host->watch_fd(st->inst, ring_buffer__epoll_fd(st->rb), TOKEN_RING)) ||
 	    (err = st->host->add_timer(st->inst, (uint64_t)c->interval_ms, TOKEN_TICK)))
 		return err;
+	if (heap && c->stacks &&
+	    (err = st->host->add_timer(st->inst, 100, TOKEN_RETRY)))
+		return err;
 	return 0;
 }
 
@@ -1811,6 +1986,9 @@ static int mem_poll(void *state, uint32_t token, uint32_t budget)
 			finalize_pending(st);
 			st->last_finalize_ns = now;
 		}
+	} else if (token == TOKEN_RETRY) {
+		if (st->n_retry)
+			retry_stacks(st);
 	} else if (token == TOKEN_TICK) {
 		ring_buffer__consume(st->rb);
 		tick(st);
@@ -1835,6 +2013,8 @@ static void mem_flush(void *state)
 		return;
 	st->sym_budget = SYM_BUDGET;
 	ring_buffer__consume(st->rb);
+	if (st->n_retry)
+		retry_stacks(st);
 	finalize_pending(st);
 	tick(st);
 }
@@ -1880,6 +2060,7 @@ static void mem_fini(void *state)
 	free(st->procs);
 	free(st->libs);
 	free(st->exits);
+	free(st->retry);
 	free(st->buf);
 	mem_symcache_free(&st->syms);
 	mem_groups_free(&st->groups);

@@ -58,6 +58,8 @@ struct mem_alloc_val {
 	__u32 tid;
 	__u32 weight; /* 1, or sample_every for a sampled small allocation */
 	__u32 kind;   /* enum mem_kind */
+	__u32 gen;    /* the process image it belongs to (see mem_heap_stats) */
+	__u32 pad;
 };
 
 /* One call in flight per thread (entry seen, return not yet). */
@@ -89,6 +91,8 @@ struct mem_heap_stats {
 	__u64 untracked;    /* allocations the allocs map had no room for */
 	__u64 sampled_out;  /* small allocations skipped by sampling */
 	__u64 stack_lost;   /* allocations whose stack was not recorded */
+	__u32 gen;          /* bumped at each exec: older records are void */
+	__u32 pad;
 };
 
 /* procs map: RSS and page faults of one process. */
@@ -123,6 +127,7 @@ enum mem_internal_kind {
 	MEM_REC_STACK = 1,
 	MEM_REC_EXIT = 2,
 	MEM_REC_FORK = 3,
+	MEM_REC_EXEC = 4,
 };
 
 struct mem_internal {

@@ -612,6 +612,50 @@ size_t mem_groups_top(const struct mem_groups *g, uint32_t tgid,
 	return n;
 }
 
+static int group_cmp_tgid(const void *a, const void *b)
+{
+	const struct mem_group *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return group_cmp(a, b);
+}
+
+struct mem_group *mem_groups_sorted(const struct mem_groups *g, size_t *n)
+{
+	struct mem_group *all;
+	size_t k = 0;
+
+	*n = 0;
+	if (!g->n || !(all = malloc(g->n * sizeof(*all))))
+		return NULL;
+	for (size_t i = 0; i < g->cap; i++)
+		if (g->slots[i].count)
+			all[k++] = g->slots[i];
+	qsort(all, k, sizeof(*all), group_cmp_tgid);
+	*n = k;
+	return all;
+}
+
+const struct mem_group *mem_groups_find(const struct mem_group *sorted, size_t n,
+					uint32_t tgid, size_t *count)
+{
+	size_t lo = 0, hi = n, end;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sorted[mid].tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < n && sorted[end].tgid == tgid; end++)
+		;
+	*count = end - lo;
+	return *count ? &sorted[lo] : NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* Stack text                                                          */
 /* ------------------------------------------------------------------ */
@@ -730,7 +774,7 @@ static int symcache_rehash(struct mem_symcache *c, size_t cap, uint32_t drop_tgi
 }
 
 int mem_symcache_put(struct mem_symcache *c, uint32_t tgid, int32_t stack_id,
-		     const char *text, const char *function)
+		     const char *text, const char *function, bool incomplete)
 {
 	struct mem_stack_text *s;
 	char *t, *f;
@@ -756,6 +800,7 @@ int mem_symcache_put(struct mem_symcache *c, uint32_t tgid, int32_t stack_id,
 	s->stack_id = stack_id;
 	s->text = t;
 	s->function = f;
+	s->incomplete = incomplete;
 	return 0;
 }
 

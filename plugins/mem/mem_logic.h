@@ -112,6 +112,13 @@ int mem_groups_add(struct mem_groups *g, uint32_t tgid, int32_t stack_id,
 size_t mem_groups_top(const struct mem_groups *g, uint32_t tgid,
 		      struct mem_group *out, size_t max, size_t *total_groups);
 
+/* Every group in one array sorted by tgid, then as mem_groups_top orders
+ * them (caller frees); *n gets the count. NULL when empty or out of memory. */
+struct mem_group *mem_groups_sorted(const struct mem_groups *g, size_t *n);
+/* The run of tgid's groups in a sorted array; *count gets its length. */
+const struct mem_group *mem_groups_find(const struct mem_group *sorted, size_t n,
+					uint32_t tgid, size_t *count);
+
 /* ---- stack text ------------------------------------------------- */
 
 /* One frame: "name+0xoff (module)", or "0xaddr (module)", or "0xaddr". */
@@ -127,6 +134,7 @@ struct mem_stack_text {
 	int32_t stack_id;
 	char *text;     /* frames, innermost first, joined by " <- " */
 	char *function; /* the allocating function's name (never NULL) */
+	bool incomplete; /* some frame's module was unknown: worth a retry */
 };
 
 struct mem_symcache {
@@ -140,7 +148,7 @@ const struct mem_stack_text *mem_symcache_get(const struct mem_symcache *c,
 					      uint32_t tgid, int32_t stack_id);
 /* Copies text and function; replaces an existing entry. */
 int mem_symcache_put(struct mem_symcache *c, uint32_t tgid, int32_t stack_id,
-		     const char *text, const char *function);
+		     const char *text, const char *function, bool incomplete);
 void mem_symcache_forget(struct mem_symcache *c, uint32_t tgid);
 
 /* ---- numbers and the report ------------------------------------- */

@@ -7,7 +7,9 @@
 #    symbolized stack (mem.leak, mem.heap, mem.report, metrics). It then
 #    maps and touches a 64 MiB buffer: the RSS growth is in a mem.rss event
 #    within one reporting interval of the touch, and the mapping is an
-#    outstanding anonymous mmap from touch_buffer().
+#    outstanding anonymous mmap from touch_buffer(). The same program started
+#    by a shell (a grandchild, its allocations right after its exec) is
+#    counted as exactly.
 # 2. Two -p targets, one exits mid-run: a clear message, the run goes on to
 #    its -d end with exit 0, the other target is still reported after.
 # 3. An OOM kill: a child in a 48 MiB memory cgroup allocating without end
@@ -117,6 +119,25 @@ print(f"mem.sh: leak: pid {pid}: 100 allocations / 102400 B outstanding from "
       f"{l['stack'].split(' <- ')[0]}; RSS +{(grown[0]['rss_bytes'] - base) >> 20} MiB "
       f"reported {delay_ms:.0f} ms after the touch (interval {interval_ms} ms)")
 EOF
+
+# The same program forked and exec'd by a shell: the block the shell's child
+# allocated before its exec is not the program's; its 100 blocks are.
+conf grand
+timeout 60 "$NTCORE" -c "$T/grand.conf" -- sh -c "$LEAKER run 100; true" \
+	>"$T/grand.out" 2>"$T/grand.err" || { cat "$T/grand.err" >&2; fail "grand: ntcore exited with $?"; }
+python3 - "$T/grand.jsonl" <<'EOF' || { cat "$T/grand.err" >&2; fail "grand: output does not match the program"; }
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+heap = [e for e in ev if e["type"] == "mem.heap" and e["final"] and e["comm"] == "mem-leaker"]
+assert len(heap) == 1, f"{len(heap)} final mem.heap of mem-leaker"
+h = heap[0]
+assert h["live_allocs"] == 100 and h["live_bytes"] == 102400, h
+leak = [e for e in ev if e["type"] == "mem.leak" and e["final"] and e["pid"] == h["pid"]
+        and e["function"] == "leak_some"]
+assert len(leak) == 1 and leak[0]["allocs"] == 100 and leak[0]["bytes"] == 102400, leak
+print(f"mem.sh: grand: pid {h['pid']} (child of sh): 100 allocations / 102400 B from leak_some")
+EOF
+
 
 # --- 2: a -p target exits mid-run ------------------------------------------
 conf pexit

@@ -302,6 +302,26 @@ START_TEST(test_groups)
 	ck_assert_uint_eq(mem_groups_top(&g, 9, top, 3, &total), 0);
 	ck_assert_uint_eq(total, 0);
 
+	/* one sorted array, runs per process */
+	size_t ns, cnt;
+	struct mem_group *all = mem_groups_sorted(&g, &ns);
+	const struct mem_group *run;
+
+	ck_assert_ptr_nonnull(all);
+	ck_assert_uint_eq(ns, 5);
+	run = mem_groups_find(all, ns, 7, &cnt);
+	ck_assert_uint_eq(cnt, 4);
+	ck_assert_uint_eq(run[0].kind, MEM_KIND_MMAP);
+	ck_assert_uint_eq(run[1].bytes, 102400);
+	ck_assert_uint_eq(run[3].bytes, 1024);
+	run = mem_groups_find(all, ns, 8, &cnt);
+	ck_assert_uint_eq(cnt, 1);
+	ck_assert_uint_eq(run[0].tgid, 8);
+	ck_assert_ptr_null(mem_groups_find(all, ns, 5, &cnt));
+	ck_assert_uint_eq(cnt, 0);
+	ck_assert_ptr_null(mem_groups_find(all, ns, 9, &cnt));
+	free(all);
+
 	/* growth keeps every group */
 	for (int s = 0; s < 1000; s++)
 		mem_groups_add(&g, 11, s, MEM_KIND_HEAP, (uint64_t)s + 1, 1, 0);
@@ -327,7 +347,7 @@ START_TEST(test_symcache)
 	for (int i = 0; i < 300; i++) {
 		snprintf(text, sizeof(text), "t%d", i);
 		snprintf(fn, sizeof(fn), "f%d", i);
-		ck_assert_int_eq(mem_symcache_put(&c, (uint32_t)(i % 3), i, text, fn), 0);
+		ck_assert_int_eq(mem_symcache_put(&c, (uint32_t)(i % 3), i, text, fn, i == 7), 0);
 	}
 	t = mem_symcache_get(&c, 2, 299); /* 299 % 3 == 2 */
 	ck_assert_ptr_nonnull(t);
@@ -335,8 +355,10 @@ START_TEST(test_symcache)
 	ck_assert_ptr_nonnull(t);
 	ck_assert_str_eq(t->text, "t7");
 	ck_assert_str_eq(t->function, "f7");
-	mem_symcache_put(&c, 1, 7, "new", "g");
+	ck_assert(t->incomplete);
+	mem_symcache_put(&c, 1, 7, "new", "g", false);
 	ck_assert_str_eq(mem_symcache_get(&c, 1, 7)->text, "new");
+	ck_assert(!mem_symcache_get(&c, 1, 7)->incomplete);
 	ck_assert_uint_eq(c.n, 300);
 	mem_symcache_forget(&c, 1);
 	ck_assert_uint_eq(c.n, 200);
