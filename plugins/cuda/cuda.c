@@ -1418,8 +1418,8 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	else if (!strcmp(cfg->launch_layer, "both"))
 		c->layer_launch = (1 << NT_CUDA_LAYER_RUNTIME) |
 				  (1 << NT_CUDA_LAYER_DRIVER);
-	else /* auto: see docs/cuda.md, "One probe hit per launch" */
-		c->layer_launch = 1 << NT_CUDA_LAYER_DRIVER;
+	else /* auto: decided in attach (auto_layer) */
+		c->layer_launch = 0;
 	*state = c;
 	return 0;
 }
@@ -1501,6 +1501,58 @@ static int reopen(struct cuda *c, struct cuda_bpf **out)
 	return 0;
 }
 
+struct has_driver_ctx {
+	bool found;
+};
+
+static int has_driver_cb(void *arg, const struct nt_cuda_map *m)
+{
+	struct has_driver_ctx *h = arg;
+
+	if (nt_cuda_name_is_driver(m->path)) {
+		h->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * launch_layer = "auto": the driver layer sees every launch once (runtime,
+ * Triton, libraries) and names kernels from the calls that make their
+ * handles, which it must see: so a process already running with the driver
+ * loaded (attached with -p, or host-wide) has handles made before the probe
+ * and gets the runtime layer instead, which names kernels by their host
+ * stubs' symbols. docs/cuda.md, "Launches: one probe hit per launch".
+ */
+static int auto_layer(struct cuda *c, const uint32_t *pids, size_t npids,
+		      bool host_wide)
+{
+	struct has_driver_ctx h = { false };
+
+	if (host_wide) {
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+
+		while (d && !h.found && (de = readdir(d))) {
+			char *end;
+			unsigned long pid = strtoul(de->d_name, &end, 10);
+
+			if (!*end && pid && pid != (unsigned long)getpid())
+				nt_cuda_scan_maps((uint32_t)pid, has_driver_cb, &h);
+		}
+		if (d)
+			closedir(d);
+	} else {
+		for (size_t i = 0; i < npids && !h.found; i++)
+			nt_cuda_scan_maps(pids[i], has_driver_cb, &h);
+	}
+	c->host->log(c->inst, NT_LOG_INFO,
+		     "launch_layer auto: %s", h.found
+			     ? "runtime (a process already runs with the CUDA driver loaded: its kernel handles predate the probe)"
+			     : "driver (every launch seen once, named when its handle is made)");
+	return 1 << (h.found ? NT_CUDA_LAYER_RUNTIME : NT_CUDA_LAYER_DRIVER);
+}
+
 static int cuda_attach(void *state)
 {
 	struct cuda *c = state;
@@ -1580,8 +1632,12 @@ static int cuda_attach(void *state)
 
 	/* Discovery: well-known files, then what the targets (or every
 	 * process, host-wide) have mapped now. */
-	scan_default_paths(c);
 	npids = c->host->target_pids(c->inst, pids, NT_ARRAY_LEN(pids));
+	if (npids > NT_ARRAY_LEN(pids))
+		npids = NT_ARRAY_LEN(pids);
+	if (!strcmp(cfg->launch_layer, "auto"))
+		c->layer_launch = auto_layer(c, pids, npids, !s->rodata->nt_filter_on);
+	scan_default_paths(c);
 	if (!s->rodata->nt_filter_on) {
 		scan_all_pids(c);
 	} else {

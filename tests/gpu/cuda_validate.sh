@@ -93,7 +93,7 @@ mkdir -p "$B"
 BPID=$!
 for _ in $(seq 1 600); do [ -f "$B/ready" ] && break; sleep 0.1; done
 [ -f "$B/ready" ] || { echo "bench workload did not start"; cat "$W/bench.out"; status=1; }
-phases=(base auto base runtime base both base auto base)
+phases=(base auto base driver base both base auto base)
 i=0
 for ph in "${phases[@]}"; do
 	[ -f "$B/ready" ] || break
