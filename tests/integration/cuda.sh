@@ -191,4 +191,42 @@ echo "ok - driver layer: kernel names from cuLibraryGetKernel / cuModuleGetFunct
 run both 'launch_layer = "both";'
 check both both || fail "both layers"
 echo "ok - both layers: a runtime launch counts at each layer"
+
+# The function table: probes from config alone, counts, latency histogram,
+# slow-call events (the fixture's cudaDeviceSynchronize blocks 2 ms).
+run fntable 'functions = ( { library = "cudart"; threshold_ms = 1.0;
+    symbols = [ "cudaStreamCreate", "cudaDeviceSynchronize", "cudaGetDevice" ]; },
+  { library = "libcuda.so"; symbols = [ "cuModuleLoadData" ]; threshold_ms = 0.0; } );'
+python3 - "$T/fntable.jsonl" <<'PY' || fail "function table"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+m = {}
+for e in ev:
+    if e["type"] == "metric" and e["name"] in ("ntcore_cuda_calls_total", "ntcore_cuda_slow_calls_total",
+                                               "ntcore_cuda_call_seconds"):
+        m[(e["name"], e["labels"]["library"], e["labels"]["function"])] = e
+def v(n, lib, fn):
+    e = m.get((n, lib, fn))
+    return None if e is None else (e["count"] if "count" in e else e["value"])
+errs = []
+for name, lib, fn, want in (("ntcore_cuda_calls_total", "cudart", "cudaStreamCreate", 1),
+                            ("ntcore_cuda_calls_total", "cudart", "cudaDeviceSynchronize", 1),
+                            ("ntcore_cuda_calls_total", "libcuda.so", "cuModuleLoadData", 1),
+                            ("ntcore_cuda_slow_calls_total", "cudart", "cudaDeviceSynchronize", 1),
+                            ("ntcore_cuda_call_seconds", "cudart", "cudaDeviceSynchronize", 1)):
+    if v(name, lib, fn) != want:
+        errs.append(f"{name}{{{lib},{fn}}} = {v(name, lib, fn)}, want {want}")
+if v("ntcore_cuda_slow_calls_total", "cudart", "cudaStreamCreate") not in (None, 0):
+    errs.append("cudaStreamCreate counted as slow")
+h = m.get(("ntcore_cuda_call_seconds", "cudart", "cudaDeviceSynchronize"))
+if h and not 0.002 <= h["sum"] < 1:
+    errs.append(f"histogram sum {h['sum']}")
+slow = [e for e in ev if e["type"] == "cuda.call"]
+if [(e["library"], e["symbol"]) for e in slow] != [("cudart", "cudaDeviceSynchronize")] or \
+        slow[0]["duration_ns"] < 2000000 or slow[0]["threshold_ns"] != 1000000:
+    errs.append(f"cuda.call events: {slow}")
+if errs:
+    print("\n".join(errs)); sys.exit(1)
+PY
+echo "ok - function table: counts, latency histogram, slow-call event"
 echo "PASS"
