@@ -64,17 +64,17 @@ for k in $(seq 0 $((PHASES - 1))); do
 		echo "$((t1 - t0)) $((c1 - c0))" >>"$D/costs"
 		kill -INT "$N"
 		wait "$N" || true
-		cp "$D/nt.$k.log" "$O/" 2>/dev/null || true
+		cat "$D/nt.$k.log" >>"$O/ntcore.log" 2>/dev/null || true
 	fi
-	cp "$D/done.$k" "$O/steps.$k"
+	cp "$D/done.$k" "$D/steps.$k"
 done
 wait "$W"
-python3 - "$O" "$PHASES" "$D/costs" <<'PYEOF'
+python3 - "$O" "$PHASES" "$D/costs" "$D" <<'PYEOF'
 import statistics, sys
-o, phases, costs = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+o, phases, costs, d = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 off, on = [], []
 for k in range(phases):
-    t = [float(x) for x in open("%s/steps.%d" % (o, k)).read().split()]
+    t = [float(x) for x in open("%s/steps.%d" % (d, k)).read().split()]
     (on if k % 2 else off).append(t)
     print("phase %d %-4s median %.4f ms mean %.4f ms" % (k, "on" if k % 2 else "off", statistics.median(t), statistics.mean(t)))
 m_off = statistics.median([x for p in off for x in p])
@@ -95,4 +95,5 @@ print("folded: %d lines, %d samples; train_step %d, Net.forward %d, backward %d"
 for l in sorted(folded, key=lambda l: -int(l.rsplit(" ", 1)[1]))[:6]:
     print("  " + l[-220:])
 PYEOF
-grep -h "exited\|error" "$O"/nt.*.log | head -5 || true
+grep -h "exited\|error" "$O/ntcore.log" | head -5 || true
+rm -rf "$D"
