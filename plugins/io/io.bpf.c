@@ -26,6 +26,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Set by the user side before load. */
 const volatile __u32 ev_slow_type = 0;
+const volatile __u32 ev_request_type = 0; /* 0: no io.request events */
 const volatile __u64 slow_ns = 0;        /* 0: every request is an event */
 const volatile bool slow_events = true;
 const volatile __u32 small_bytes = 4096;
@@ -117,7 +118,8 @@ static __always_inline bool dev_ok(struct request *rq)
 }
 
 /*
- * Find the request, or start tracking it in the current task's name. At
+ * Find the request, or start tracking it in the current task's name (always
+ * anew at creation). At
  * creation (block_io_start, the submitter's context) a request that the
  * filters reject is remembered as `skip`, so that insert or issue, which may
  * run in another task (a target dispatching the queue), never claim it.
@@ -130,7 +132,10 @@ static __always_inline struct io_req *req_get(struct request *rq,
 	struct io_req n = {};
 	__u64 id;
 
-	if (r)
+	/* At creation the pointer may still carry a stale entry: a request
+	 * merged into another is freed without completing, and blk-mq reuses
+	 * its struct request. */
+	if (r && !at_creation)
 		return r;
 	id = bpf_get_current_pid_tgid();
 	if (!nt_target_ok(id >> 32) || !dev_ok(rq)) {
@@ -161,17 +166,119 @@ int BPF_PROG(io_insert, struct request *rq)
 	return 0;
 }
 
+/*
+ * Global (not inlined) so that the verifier checks each once, on its own:
+ * inlined, several 28-way bucket searches in a row multiply into more
+ * states than it accepts. The caller sees an unknown value and bounds it.
+ */
+__noinline __u64 io_lat_slot_g(__u64 ns)
+{
+	return io_lat_slot(ns);
+}
+
+__noinline __u64 io_size_slot_g(__u64 bytes)
+{
+	return io_size_slot(bytes);
+}
+
+static __always_inline void op_name(char *dst, __u32 op)
+{
+	switch (op) {
+	case IO_OP_READ: __builtin_memcpy(dst, "read\0\0\0\0", 8); break;
+	case IO_OP_WRITE: __builtin_memcpy(dst, "write\0\0\0", 8); break;
+	case IO_OP_FLUSH: __builtin_memcpy(dst, "flush\0\0\0", 8); break;
+	case IO_OP_DISCARD: __builtin_memcpy(dst, "discard\0", 8); break;
+	default: __builtin_memcpy(dst, "other\0\0\0", 8); break;
+	}
+}
+
+/* The statistics slot of (device, process, op) on this CPU. */
+static __always_inline struct io_stats *stats_get(struct io_key *k,
+						  const struct io_req *r)
+{
+	struct io_stats *s = bpf_map_lookup_elem(&stats, k), *z;
+	__u32 zero = 0;
+
+	if (s)
+		return s;
+	z = bpf_map_lookup_elem(&zero_stats, &zero);
+	if (!z)
+		return NULL;
+	if (bpf_map_update_elem(&stats, k, z, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&stats, k)) {
+		__u64 *full = bpf_map_lookup_elem(&stats_full, &zero);
+
+		if (full)
+			*full += 1;
+		return NULL;
+	}
+	s = bpf_map_lookup_elem(&stats, k);
+	if (s)
+		__builtin_memcpy(s->comm, r->comm, NT_COMM_LEN);
+	return s;
+}
+
+/*
+ * Count a request once, when it is first issued (or completes unissued):
+ * requests, bytes, sizes, and the optional io.request event.
+ */
+static __always_inline void count_request(struct request *rq, struct io_req *r,
+					  __u32 size, __u64 now)
+{
+	struct io_key k = {};
+	struct io_stats *s;
+
+	r->counted = 1;
+	r->size = size;
+	k.dev = rq_dev(rq);
+	k.tgid = r->pid;
+	k.op = io_op_of(BPF_CORE_READ(rq, cmd_flags), size);
+	s = stats_get(&k, r);
+	if (s) {
+		__u64 z = io_size_slot_g(size);
+
+		asm volatile("" : "+r"(z));
+		if (z > IO_SIZE_SLOTS)
+			z = IO_SIZE_SLOTS;
+		s->ops += 1;
+		s->bytes += size;
+		if (size && size < small_bytes) /* flushes carry no data */
+			s->small_ops += 1;
+		s->size_hist[z] += 1;
+	}
+	if (ev_request_type) {
+		struct io_request_ev *e = nt_reserve(&events, sizeof(*e));
+
+		if (e) {
+			e->hdr.type = ev_request_type;
+			e->hdr.size = sizeof(*e);
+			e->hdr.ts_ns = now;
+			e->hdr.pid = r->pid;
+			e->hdr.tid = r->tid;
+			__builtin_memcpy(e->hdr.comm, r->comm, NT_COMM_LEN);
+			e->dev = k.dev;
+			e->bytes = size;
+			op_name(e->op, k.op);
+			e->sector = BPF_CORE_READ(rq, __sector);
+			e->queue_ns = r->ts_start && now > r->ts_start ? now - r->ts_start : 0;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(io_issue, struct request *rq)
 {
 	/* Issue may run in a kworker (kblockd): the current task only stands
 	 * in when neither creation nor insert saw the request. */
 	struct io_req *r = req_get(rq, false);
+	__u64 now = bpf_ktime_get_ns();
 
 	if (!r || r->skip)
 		return 0;
-	r->ts_issue = bpf_ktime_get_ns();
-	r->size = BPF_CORE_READ(rq, __data_len);
+	r->ts_issue = now;
+	if (!r->counted)
+		count_request(rq, r, BPF_CORE_READ(rq, __data_len), now);
 	return 0;
 }
 
@@ -184,21 +291,6 @@ int BPF_PROG(io_requeue, struct request *rq)
 	if (r)
 		r->ts_issue = 0;
 	return 0;
-}
-
-/*
- * Global (not inlined) so that the verifier checks each once, on its own:
- * inlined, three 28-way bucket searches in a row multiply into more states
- * than it accepts. The caller sees an unknown value and bounds it.
- */
-__noinline __u64 io_lat_slot_g(__u64 ns)
-{
-	return io_lat_slot(ns);
-}
-
-__noinline __u64 io_size_slot_g(__u64 bytes)
-{
-	return io_size_slot(bytes);
 }
 
 static __always_inline __s32 blk_status_errno(__u8 st)
@@ -218,17 +310,6 @@ static __always_inline __s32 blk_status_errno(__u8 st)
 	}
 }
 
-static __always_inline void op_name(char *dst, __u32 op)
-{
-	switch (op) {
-	case IO_OP_READ: __builtin_memcpy(dst, "read\0\0\0\0", 8); break;
-	case IO_OP_WRITE: __builtin_memcpy(dst, "write\0\0\0", 8); break;
-	case IO_OP_FLUSH: __builtin_memcpy(dst, "flush\0\0\0", 8); break;
-	case IO_OP_DISCARD: __builtin_memcpy(dst, "discard\0", 8); break;
-	default: __builtin_memcpy(dst, "other\0\0\0", 8); break;
-	}
-}
-
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(io_complete, struct request *rq, blk_status_t error,
 	     unsigned int nr_bytes)
@@ -236,51 +317,20 @@ int BPF_PROG(io_complete, struct request *rq, blk_status_t error,
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 	struct io_req *r = bpf_map_lookup_elem(&reqs, &key);
 	__u64 queue_ns, service_ns, lat;
-	__u32 remaining, zero = 0, size;
-	struct io_stats *s;
+	__u32 zero = 0, size;
 	struct io_slowest_set *set;
 	struct io_slowest *sl = NULL;
+	struct io_stats *s;
 	struct io_key k = {};
-	bool final;
 
 	if (!r)
 		return 0; /* started before attach, or not traced */
-	if (r->skip) {
-		if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
-			bpf_map_delete_elem(&reqs, &key);
-		return 0;
-	}
-	remaining = BPF_CORE_READ(rq, __data_len);
-	final = nr_bytes >= remaining;
-
-	k.dev = rq_dev(rq);
-	k.tgid = r->pid;
-	size = r->size ? r->size : remaining;
-	k.op = io_op_of(BPF_CORE_READ(rq, cmd_flags), size);
-	s = bpf_map_lookup_elem(&stats, &k);
-	if (!s) {
-		struct io_stats *z = bpf_map_lookup_elem(&zero_stats, &zero);
-
-		if (!z)
-			return 0;
-		if (bpf_map_update_elem(&stats, &k, z, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&stats, &k)) {
-			__u64 *full = bpf_map_lookup_elem(&stats_full, &zero);
-
-			if (full)
-				*full += 1;
-			if (final)
-				bpf_map_delete_elem(&reqs, &key);
-			return 0;
-		}
-		s = bpf_map_lookup_elem(&stats, &k);
-		if (!s)
-			return 0;
-		__builtin_memcpy(s->comm, r->comm, NT_COMM_LEN);
-	}
-	s->bytes += nr_bytes;
-	if (!final)
+	if (nr_bytes < BPF_CORE_READ(rq, __data_len))
 		return 0; /* partial completion: the rest comes later */
+	if (r->skip)
+		goto out;
+	if (!r->counted) /* completed without being issued: a flush */
+		count_request(rq, r, BPF_CORE_READ(rq, __data_len), now);
 
 	if (!r->ts_issue)
 		r->ts_issue = r->ts_start ? r->ts_start : now;
@@ -289,29 +339,28 @@ int BPF_PROG(io_complete, struct request *rq, blk_status_t error,
 	queue_ns = r->ts_issue > r->ts_start ? r->ts_issue - r->ts_start : 0;
 	service_ns = now > r->ts_issue ? now - r->ts_issue : 0;
 	lat = queue_ns + service_ns;
+	size = r->size;
 
-	s->ops += 1;
-	if (size && size < small_bytes) /* flushes carry no data */
-		s->small_ops += 1;
-	s->queue_ns_sum += queue_ns;
-	s->service_ns_sum += service_ns;
-	{
+	k.dev = rq_dev(rq);
+	k.tgid = r->pid;
+	k.op = io_op_of(BPF_CORE_READ(rq, cmd_flags), size);
+	s = stats_get(&k, r);
+	if (s) {
 		/* 64-bit, so no zero-extension copy loses the bounds. */
 		__u64 q = io_lat_slot_g(queue_ns), v = io_lat_slot_g(service_ns);
-		__u64 z = io_size_slot_g(size);
 
 		/* Hide what clang knows of the range, so the bounds checks
 		 * below stay for the verifier. */
-		asm volatile("" : "+r"(q), "+r"(v), "+r"(z));
+		asm volatile("" : "+r"(q), "+r"(v));
 		if (q > IO_LAT_SLOTS)
 			q = IO_LAT_SLOTS;
 		if (v > IO_LAT_SLOTS)
 			v = IO_LAT_SLOTS;
-		if (z > IO_SIZE_SLOTS)
-			z = IO_SIZE_SLOTS;
+		s->completed += 1;
+		s->queue_ns_sum += queue_ns;
+		s->service_ns_sum += service_ns;
 		s->queue_hist[q] += 1;
 		s->service_hist[v] += 1;
-		s->size_hist[z] += 1;
 	}
 
 	set = bpf_map_lookup_elem(&slowest, &zero);
@@ -356,6 +405,7 @@ int BPF_PROG(io_complete, struct request *rq, blk_status_t error,
 			bpf_ringbuf_submit(e, 0);
 		}
 	}
+out:
 	bpf_map_delete_elem(&reqs, &key);
 	return 0;
 }

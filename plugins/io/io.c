@@ -34,6 +34,7 @@ struct io_cfg {
 	struct nt_strlist devices;
 	double slow_threshold_ms;
 	bool slow_events;
+	bool request_events;
 	int64_t small_bytes;
 	bool per_process;
 	int64_t interval_ms;
@@ -55,6 +56,11 @@ static const struct nt_cfg_key io_cfg_keys[] = {
 	{ .key = "slow_events", .type = NT_CFG_BOOL,
 	  .offset = offsetof(struct io_cfg, slow_events), .def = "true",
 	  .min = 1, .max = 0, .desc = "publish io.slow events" },
+	{ .key = "request_events", .type = NT_CFG_BOOL,
+	  .offset = offsetof(struct io_cfg, request_events), .def = "false",
+	  .min = 1, .max = 0,
+	  .desc = "publish an io.request event for every request issued "
+		  "(audits and debugging; costly on busy disks)" },
 	{ .key = "small_bytes", .type = NT_CFG_INT,
 	  .offset = offsetof(struct io_cfg, small_bytes), .def = "4096",
 	  .min = 1, .max = 1073741824,
@@ -85,13 +91,30 @@ static const struct nt_field slow_fields[] = {
 	F(dev, NT_F_DEVT, "", "device (partition) MAJOR:MINOR"),
 	F(op, NT_F_STR, "", "read, write, flush, discard or other"),
 	F(bytes, NT_F_U32, "bytes", "request size"),
-	F(sector, NT_F_U64, "", "first sector, 512-byte units"),
+	F(sector, NT_F_U64, "", "first sector on the whole disk, 512-byte units"),
 	F(queue_ns, NT_F_U64, "ns", "created to issued to the driver"),
 	F(service_ns, NT_F_U64, "ns", "issued to completed"),
 	F(latency_ns, NT_F_U64, "ns", "queue_ns + service_ns"),
 	F(error, NT_F_ERRNO, "", "completion status"),
 };
 #undef F
+
+#define R(m, t, u, d) NT_FIELD(struct io_request_ev, m, t, u, d)
+static const struct nt_field request_fields[] = {
+	R(dev, NT_F_DEVT, "", "device (partition) MAJOR:MINOR"),
+	R(op, NT_F_STR, "", "read, write, flush, discard or other"),
+	R(bytes, NT_F_U32, "bytes", "request size"),
+	R(sector, NT_F_U64, "", "first sector on the whole disk, 512-byte units"),
+	R(queue_ns, NT_F_U64, "ns", "created to issued to the driver"),
+};
+#undef R
+
+static const struct nt_schema schema_request = {
+	.name = "io.request",
+	.desc = "a block request issued to the driver (request_events = true)",
+	.fields = request_fields, .n_fields = NT_ARRAY_LEN(request_fields),
+	.min_size = sizeof(struct io_request_ev),
+};
 
 static const struct nt_schema schema_slow = {
 	.name = "io.slow",
@@ -178,7 +201,7 @@ struct io_state {
 	struct nt_instance *inst;
 	const struct nt_host *host;
 	const struct io_cfg *cfg;
-	int ev_slow, ev_report;
+	int ev_slow, ev_report, ev_request;
 	struct nt_metric *m[M_COUNT];
 	uint32_t devs[IO_MAX_DEVICES];
 	size_t n_devs;
@@ -323,7 +346,8 @@ static int io_init(struct nt_instance *inst, const struct nt_host *host,
 	}
 	st->ev_slow = host->register_schema(inst, &schema_slow);
 	st->ev_report = host->register_schema(inst, &schema_report);
-	if (st->ev_slow < 0 || st->ev_report < 0) {
+	st->ev_request = host->register_schema(inst, &schema_request);
+	if (st->ev_slow < 0 || st->ev_report < 0 || st->ev_request < 0) {
 		host->log(inst, NT_LOG_ERROR, "cannot register the io.* schemas");
 		io_fini(st);
 		return -EEXIST;
@@ -352,6 +376,11 @@ static int io_on_record(void *ctx, void *data, size_t size)
 	const struct io_slow_ev *e = data;
 	char devs[24], op[9];
 
+	if (size >= sizeof(struct io_request_ev) &&
+	    (int)e->hdr.type == st->ev_request) {
+		st->host->publish(st->inst, data);
+		return 0;
+	}
 	if (size < sizeof(*e) || (int)e->hdr.type != st->ev_slow)
 		return 0;
 	snprintf(devs, sizeof(devs), "%u:%u", IO_DEV_MAJOR(e->dev),
@@ -745,6 +774,8 @@ static int io_attach(void *state)
 	btf__free(vmlinux);
 
 	st->skel->rodata->ev_slow_type = (uint32_t)st->ev_slow;
+	st->skel->rodata->ev_request_type =
+		cfg->request_events ? (uint32_t)st->ev_request : 0;
 	st->skel->rodata->slow_ns = (uint64_t)(cfg->slow_threshold_ms * 1e6);
 	st->skel->rodata->slow_events = cfg->slow_events;
 	st->skel->rodata->small_bytes = (uint32_t)cfg->small_bytes;

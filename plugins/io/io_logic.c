@@ -120,6 +120,7 @@ void io_stats_add(struct io_stats *dst, const struct io_stats *src)
 	dst->ops += src->ops;
 	dst->bytes += src->bytes;
 	dst->small_ops += src->small_ops;
+	dst->completed += src->completed;
 	dst->queue_ns_sum += src->queue_ns_sum;
 	dst->service_ns_sum += src->service_ns_sum;
 	for (int i = 0; i <= IO_LAT_SLOTS; i++) {

@@ -169,6 +169,7 @@ START_TEST(stats_sum)
 	b.ops = 3;
 	b.bytes = 12288;
 	b.small_ops = 1;
+	b.completed = 2;
 	b.queue_ns_sum = 100;
 	b.service_ns_sum = 200;
 	b.queue_hist[2] = 3;
@@ -180,6 +181,7 @@ START_TEST(stats_sum)
 	ck_assert_uint_eq(a.ops, 6);
 	ck_assert_uint_eq(a.bytes, 24576);
 	ck_assert_uint_eq(a.small_ops, 2);
+	ck_assert_uint_eq(a.completed, 4);
 	ck_assert_uint_eq(a.queue_ns_sum, 200);
 	ck_assert_uint_eq(a.service_ns_sum, 400);
 	ck_assert_uint_eq(a.queue_hist[2], 6);
