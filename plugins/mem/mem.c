@@ -1352,8 +1352,13 @@ static void scan_allocs(struct mem_state *st, struct scan_ctx *sc)
 	for (;;) {
 		LIBBPF_OPTS(bpf_map_batch_opts, opts);
 		__u32 count = CHUNK;
-		int rc = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys,
-					      vals, &count, &opts);
+		int rc;
+
+		/* Tools like valgrind do not know what the batch writes. */
+		memset(keys, 0, CHUNK * sizeof(*keys));
+		memset(vals, 0, CHUNK * sizeof(*vals));
+		rc = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals,
+					  &count, &opts);
 		int err = rc ? -errno : 0;
 
 		for (__u32 i = 0; i < count; i++)
