@@ -32,8 +32,15 @@ const volatile bool slow_events = true;
 const volatile __u32 small_bytes = 4096;
 const volatile bool dev_filter_on = false;
 
+/*
+ * Requests in flight, keyed by the struct request pointer. A plain hash, not
+ * an LRU one (its updates cost twice as much): the keys are bounded by the
+ * requests the block layer preallocates (queue depth x hardware queues), and
+ * an entry left behind by a completion the tracepoint missed is overwritten
+ * when blk-mq hands the same request out again.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct io_req);
@@ -149,6 +156,8 @@ static __always_inline struct io_req *req_get(struct request *rq,
 		n.ts_start = bpf_ktime_get_ns();
 	}
 	bpf_map_update_elem(&reqs, &key, &n, BPF_ANY);
+	if (at_creation)
+		return NULL; /* block_io_start needs no pointer back */
 	return bpf_map_lookup_elem(&reqs, &key);
 }
 

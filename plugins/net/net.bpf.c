@@ -84,16 +84,22 @@ static __always_inline void stat_inc(__u32 which)
 		*v += 1;
 }
 
+/*
+ * The tracepoints hand us BTF-typed socket pointers, so fields are read with
+ * plain (CO-RE relocated) loads, not bpf_probe_read_kernel calls: this is the
+ * per-syscall hot path.
+ */
+
 /* TCP or UDP over IPv4/IPv6, 0 for anything else (unix, netlink, raw...). */
 static __always_inline __u8 sk_proto(const struct sock *sk)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family = sk->__sk_common.skc_family;
 	__u16 proto, type;
 
 	if (family != AF_INET && family != AF_INET6)
 		return 0;
-	proto = BPF_CORE_READ(sk, sk_protocol);
-	type = BPF_CORE_READ(sk, sk_type);
+	proto = sk->sk_protocol;
+	type = sk->sk_type;
 	if (proto == NET_PROTO_TCP && type == SOCK_STREAM)
 		return want_tcp ? NET_PROTO_TCP : 0;
 	if (proto == NET_PROTO_UDP && type == SOCK_DGRAM)
@@ -111,19 +117,17 @@ static __always_inline void v4_mapped(__u8 *dst, __be32 a)
 
 static __always_inline void fill_tuple(struct net_conn *c, const struct sock *sk)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
-
-	if (family == AF_INET) {
+	if (sk->__sk_common.skc_family == AF_INET) {
 		c->family = 4;
-		v4_mapped(c->laddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
-		v4_mapped(c->raddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
+		v4_mapped(c->laddr, sk->__sk_common.skc_rcv_saddr);
+		v4_mapped(c->raddr, sk->__sk_common.skc_daddr);
 	} else {
 		c->family = 6;
 		BPF_CORE_READ_INTO(&c->laddr, sk, __sk_common.skc_v6_rcv_saddr);
 		BPF_CORE_READ_INTO(&c->raddr, sk, __sk_common.skc_v6_daddr);
 	}
-	c->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	c->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	c->lport = sk->__sk_common.skc_num;
+	c->rport = bpf_ntohs(sk->__sk_common.skc_dport);
 }
 
 static __always_inline bool ports_ok(const struct sock *sk)
@@ -132,18 +136,33 @@ static __always_inline bool ports_ok(const struct sock *sk)
 
 	if (!port_filter_on)
 		return true;
-	lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	lport = sk->__sk_common.skc_num;
+	rport = bpf_ntohs(sk->__sk_common.skc_dport);
 	return bpf_map_lookup_elem(&ports, &lport) ||
 	       bpf_map_lookup_elem(&ports, &rport);
 }
 
+/* segs_out, segs_in and the smoothed RTT (us) of a TCP socket. */
+static __always_inline void tcp_info3(const struct sock *sk, __u32 *out,
+				      __u32 *in, __u32 *srtt_us)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+
+	if (!tp) {
+		*out = *in = 0;
+		if (srtt_us)
+			*srtt_us = 0;
+		return;
+	}
+	*out = tp->segs_out;
+	*in = tp->segs_in;
+	if (srtt_us)
+		*srtt_us = tp->srtt_us >> 3;
+}
+
 static __always_inline void tcp_segs(const struct sock *sk, __u32 *out, __u32 *in)
 {
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-
-	*out = BPF_CORE_READ(tp, segs_out);
-	*in = BPF_CORE_READ(tp, segs_in);
+	tcp_info3(sk, out, in, NULL);
 }
 
 static __always_inline void set_owner_current(struct net_conn *c)
@@ -166,6 +185,8 @@ static __always_inline struct net_conn *conn_insert(__u64 cookie,
 	return bpf_map_lookup_elem(&conns, &cookie);
 }
 
+/* The process's record; a new one takes `comm`, or the current task's name
+ * when comm is NULL. */
 static __always_inline struct net_proc *proc_get(__u32 tgid, __u8 proto,
 						 const char *comm)
 {
@@ -177,7 +198,10 @@ static __always_inline struct net_proc *proc_get(__u32 tgid, __u8 proto,
 	{
 		struct net_proc zero = {};
 
-		__builtin_memcpy(zero.comm, comm, NT_COMM_LEN);
+		if (comm)
+			__builtin_memcpy(zero.comm, comm, NT_COMM_LEN);
+		else
+			bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 		if (bpf_map_update_elem(&procs, &k, &zero, BPF_NOEXIST) &&
 		    !bpf_map_lookup_elem(&procs, &k)) {
 			stat_inc(NET_STAT_PROC_MAP_FULL);
@@ -262,7 +286,6 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 	__u64 cookie, pkts;
 	__u8 proto;
 	bool just_opened = false;
-	char comm[NT_COMM_LEN];
 
 	if (!nt_target_ok(tgid))
 		return 0;
@@ -280,7 +303,7 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 	c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c) {
 		struct net_conn n = {};
-		__u8 state = BPF_CORE_READ(sk, __sk_common.skc_state);
+		__u8 state = sk->__sk_common.skc_state;
 
 		if (proto == NET_PROTO_TCP &&
 		    (state == TCP_LISTEN || state == TCP_CLOSE ||
@@ -322,7 +345,9 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 	}
 
 	if (proto == NET_PROTO_TCP) {
-		tcp_segs(sk, &segs_out, &segs_in);
+		__u32 srtt;
+
+		tcp_info3(sk, &segs_out, &segs_in, &srtt);
 		d_out = segs_out - c->segs_out_last;
 		d_in = segs_in - c->segs_in_last;
 		/* Several threads may race here; the delta is bounded by the
@@ -333,7 +358,7 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 			d_in = 0;
 		c->segs_out_last = segs_out;
 		c->segs_in_last = segs_in;
-		c->srtt_us = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+		c->srtt_us = srtt;
 		__sync_fetch_and_add(&c->tx_packets, d_out);
 		__sync_fetch_and_add(&c->rx_packets, d_in);
 	} else {
@@ -352,8 +377,7 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 	else
 		__sync_fetch_and_add(&c->rx_bytes, ret);
 
-	bpf_get_current_comm(comm, sizeof(comm));
-	p = proc_get(tgid, proto, comm);
+	p = proc_get(tgid, proto, NULL);
 	if (!p)
 		return 0;
 	if (tx)
@@ -392,9 +416,9 @@ static __always_inline struct net_proc *owner_proc(const struct net_conn *c)
 static __always_inline void tcp_close(const struct sock *sk, __u64 cookie,
 				      struct net_conn *c, int oldstate)
 {
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	struct tcp_sock *tp;
 	__u64 now = bpf_ktime_get_ns();
-	__u32 segs_out, segs_in, d_out, d_in, srtt, retrans;
+	__u32 segs_out, segs_in, d_out, d_in, srtt, retrans = 0;
 	struct net_proc *p;
 
 	if (!c->established) {
@@ -412,7 +436,7 @@ static __always_inline void tcp_close(const struct sock *sk, __u64 cookie,
 		bpf_map_delete_elem(&conns, &cookie);
 		return;
 	}
-	tcp_segs(sk, &segs_out, &segs_in);
+	tcp_info3(sk, &segs_out, &segs_in, &srtt);
 	d_out = segs_out - c->segs_out_last;
 	d_in = segs_in - c->segs_in_last;
 	if ((__s32)d_out < 0)
@@ -421,8 +445,9 @@ static __always_inline void tcp_close(const struct sock *sk, __u64 cookie,
 		d_in = 0;
 	c->tx_packets += d_out;
 	c->rx_packets += d_in;
-	srtt = BPF_CORE_READ(tp, srtt_us) >> 3;
-	retrans = BPF_CORE_READ(tp, total_retrans);
+	tp = bpf_skc_to_tcp_sock((void *)sk);
+	if (tp)
+		retrans = tp->total_retrans;
 	p = owner_proc(c);
 	if (p) {
 		__sync_fetch_and_add(&p->tx_packets, d_out);
@@ -450,7 +475,7 @@ int BPF_PROG(net_state, const struct sock *sk, int oldstate, int newstate)
 	struct net_proc *p;
 	__u64 cookie;
 
-	if (!sk || BPF_CORE_READ(sk, sk_protocol) != NET_PROTO_TCP || !want_tcp)
+	if (!sk || sk->sk_protocol != NET_PROTO_TCP || !want_tcp)
 		return 0;
 	cookie = bpf_get_socket_cookie((void *)sk);
 
@@ -463,7 +488,7 @@ int BPF_PROG(net_state, const struct sock *sk, int oldstate, int newstate)
 		if (!nt_target_ok(tgid) || !sk_proto(sk))
 			return 0;
 		if (port_filter_on) {
-			__u16 rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+			__u16 rport = bpf_ntohs(sk->__sk_common.skc_dport);
 
 			if (!bpf_map_lookup_elem(&ports, &rport))
 				return 0;
@@ -559,7 +584,7 @@ static __always_inline int on_reset(const struct sock *sk, bool sent)
 	__u8 state;
 
 	if (sk) {
-		state = BPF_CORE_READ(sk, __sk_common.skc_state);
+		state = sk->__sk_common.skc_state;
 		/* Time-wait and request socks are not full sockets. */
 		if (state != TCP_TIME_WAIT && state != TCP_NEW_SYN_RECV) {
 			cookie = bpf_get_socket_cookie((void *)sk);
