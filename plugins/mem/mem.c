@@ -618,7 +618,9 @@ static bool proc_is_unexeced_child(struct mem_state *st, uint32_t pid)
 /* Library whose allocator functions a process uses. */
 static int resolve_libc(struct mem_state *st, uint32_t pid, char *out, size_t len)
 {
-	char path[64], exe[PATH_MAX], *maps;
+	char path[64], exe[PATH_MAX], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
 	int rc;
 
 	if (st->cfg->library && st->cfg->library[0]) {
@@ -628,19 +630,22 @@ static int resolve_libc(struct mem_state *st, uint32_t pid, char *out, size_t le
 	/* The -- CMD child's maps are still ours, not its program's. */
 	if (!pid || proc_is_unexeced_child(st, pid))
 		return resolve_self_libc(st, out, len);
-	maps = malloc(1 << 20);
-	if (!maps)
-		return -ENOMEM;
+	/* Line by line: a large process's maps run to megabytes, and the
+	 * libraries sit near the end. */
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	rc = read_file(path, maps, 1 << 20);
-	if (rc < 0) {
-		st->host->log(st->inst, NT_LOG_ERROR, "pid %u: cannot read %s: %s",
-			      pid, path, strerror(-rc));
-		free(maps);
+	f = fopen(path, "re");
+	if (!f) {
+		rc = -errno;
+		st->host->log(st->inst, rc == -ENOENT ? NT_LOG_DEBUG : NT_LOG_ERROR,
+			      "pid %u: cannot read %s: %s", pid, path, strerror(-rc));
 		return rc;
 	}
-	rc = mem_maps_find_libc(maps, exe, sizeof(exe));
-	free(maps);
+	rc = -ENOENT;
+	while (getline(&line, &cap, f) > 0)
+		if ((rc = mem_maps_find_libc(line, exe, sizeof(exe))) == 0)
+			break;
+	free(line);
+	fclose(f);
 	if (rc) {
 		st->host->log(st->inst, NT_LOG_ERROR,
 			      "pid %u maps no shared C library (a static binary?): no heap tracking for it; set library = ... for another allocator",
@@ -1675,8 +1680,9 @@ static int on_record(void *ctx, void *data, size_t size)
 			if (parent && parent->heap_attached) {
 				int rc = heap_attach_pid(st, r->child);
 
-				if (rc)
-					st->host->log(st->inst, NT_LOG_WARN,
+				if (rc) /* a child that is already gone is no news */
+					st->host->log(st->inst,
+						      rc == -ESRCH || rc == -ENOENT ? NT_LOG_DEBUG : NT_LOG_WARN,
 						      "pid %u (child of %u): no heap probes: %s",
 						      r->child, r->tgid, strerror(-rc));
 			}
