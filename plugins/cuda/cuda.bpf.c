@@ -106,6 +106,14 @@ struct {
 	__type(value, __u64);
 } launches SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NT_CUDA_LSLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct nt_cuda_lslot);
+} lslots SEC(".maps");
+
 /* Current device per thread (cudaSetDevice / cuCtxSetCurrent). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -459,6 +467,16 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 		func = PT_REGS_PARM2(ctx);
 	} else {
 		func = PT_REGS_PARM1(ctx);
+	}
+	if (!launch_events) {
+		/* fast path: the slot user space installed for this kernel */
+		__u32 idx = nt_cuda_lslot_idx(tgid, func);
+		struct nt_cuda_lslot *ls = bpf_map_lookup_elem(&lslots, &idx);
+
+		if (ls && ls->tgid == tgid && ls->func == func) {
+			__sync_fetch_and_add(&ls->count, 1);
+			return 0;
+		}
 	}
 	k.tgid = tgid;
 	k.api = (__u16)bpf_get_attach_cookie(ctx);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -342,6 +343,7 @@ struct fn_entry {
 struct lcount {
 	struct nt_cuda_launch_key key;
 	uint64_t count;
+	int32_t slot; /* fast-path slot in lslots, -1 none */
 	bool used;
 };
 
@@ -368,6 +370,8 @@ struct cuda {
 	struct fn_entry *fns;
 	size_t nfns;
 	struct lcount *lc; /* open addressing */
+	struct nt_cuda_lslot *lslots; /* mmapped BPF array (fast launch path) */
+	size_t lslots_len;
 	size_t nlc, caplc;
 	struct fcount *fc;
 	size_t nfc, capfc;
@@ -442,6 +446,7 @@ static struct lcount *lc_get(struct cuda *c, const struct nt_cuda_launch_key *k)
 	c->lc[i].used = true;
 	c->lc[i].key = *k;
 	c->lc[i].count = 0;
+	c->lc[i].slot = -1;
 	c->nlc++;
 	return &c->lc[i];
 }
@@ -975,6 +980,37 @@ static void sync_launches(struct cuda *c, uint32_t only_pid,
 			  struct nt_cuda_kcount **top, size_t *ntop);
 static void forget_launch_keys(struct cuda *c, uint32_t pid);
 
+/* Give (tgid, func) a fast-path slot if its slot is free (see cuda_raw.h). */
+static void slot_install(struct cuda *c, uint32_t tgid, uint16_t api,
+			 uint64_t func)
+{
+	struct nt_cuda_launch_key key = { .tgid = tgid, .api = api, .func = func };
+	struct nt_cuda_lslot *ls;
+	struct lcount *lc;
+	uint32_t idx;
+
+	if (!c->lslots || !tgid)
+		return;
+	lc = lc_get(c, &key);
+	if (!lc || lc->slot >= 0)
+		return;
+	idx = nt_cuda_lslot_idx(tgid, func);
+	ls = &c->lslots[idx];
+	if (__atomic_load_n(&ls->tgid, __ATOMIC_ACQUIRE))
+		return; /* taken: this kernel stays on the hash path */
+	__atomic_store_n(&ls->count, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ls->func, func, __ATOMIC_RELAXED);
+	__atomic_store_n(&ls->tgid, tgid, __ATOMIC_RELEASE);
+	lc->slot = (int32_t)idx;
+}
+
+static uint64_t slot_count(struct cuda *c, const struct lcount *lc)
+{
+	if (!c->lslots || lc->slot < 0)
+		return 0;
+	return __atomic_load_n(&c->lslots[lc->slot].count, __ATOMIC_ACQUIRE);
+}
+
 static void mark_exe_known(struct cuda *c, const struct nt_cuda_raw_path *p)
 {
 	struct { uint64_t ino; uint32_t dev, pad; } key = { p->ino, p->dev, 0 };
@@ -1080,8 +1116,11 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (size < NT_CUDA_RAW_LAUNCH_FIXED)
 			break;
 		if (!c->cfg->launch_events) {
-			/* first launch: name it while the process lives */
+			/* first launch: name it while the process lives, and
+			 * give it a fast-path slot */
 			nt_cuda_kernel_name(&c->st, h->pid, rl->layer, rl->func);
+			if (rl->first)
+				slot_install(c, h->pid, rl->api, rl->func);
 			break;
 		}
 		if (nt_cuda_decode_launch(&c->st, rl, size, &c->rec[0]) == 1)
@@ -1136,6 +1175,7 @@ static void sync_launches(struct cuda *c, uint32_t only_pid,
 		lc = lc_get(c, &key);
 		if (!lc)
 			continue;
+		cnt += slot_count(c, lc);
 		{
 			int layer = nt_cuda_api_layer(key.api);
 			const char *name = nt_cuda_kernel_name(&c->st, key.tgid,
@@ -1240,8 +1280,17 @@ static void forget_launch_keys(struct cuda *c, uint32_t pid)
 			struct lcount *lc = lc_get(c, &key);
 
 			bpf_map_delete_elem(fd, &key);
-			if (lc)
+			if (lc) {
+				if (lc->slot >= 0 && c->lslots) {
+					struct nt_cuda_lslot *ls = &c->lslots[lc->slot];
+
+					__atomic_store_n(&ls->tgid, 0, __ATOMIC_RELEASE);
+					__atomic_store_n(&ls->func, 0, __ATOMIC_RELAXED);
+					__atomic_store_n(&ls->count, 0, __ATOMIC_RELAXED);
+					lc->slot = -1;
+				}
 				lc->count = 0;
+			}
 			continue; /* restart from the same prev */
 		}
 		prev = &key;
@@ -1418,8 +1467,8 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	else if (!strcmp(cfg->launch_layer, "both"))
 		c->layer_launch = (1 << NT_CUDA_LAYER_RUNTIME) |
 				  (1 << NT_CUDA_LAYER_DRIVER);
-	else /* auto: decided in attach (auto_layer) */
-		c->layer_launch = 0;
+	else /* auto: the driver layer, see docs/cuda.md ("Launches") */
+		c->layer_launch = 1 << NT_CUDA_LAYER_DRIVER;
 	*state = c;
 	return 0;
 }
@@ -1501,58 +1550,6 @@ static int reopen(struct cuda *c, struct cuda_bpf **out)
 	return 0;
 }
 
-struct has_driver_ctx {
-	bool found;
-};
-
-static int has_driver_cb(void *arg, const struct nt_cuda_map *m)
-{
-	struct has_driver_ctx *h = arg;
-
-	if (nt_cuda_name_is_driver(m->path)) {
-		h->found = true;
-		return 1;
-	}
-	return 0;
-}
-
-/*
- * launch_layer = "auto": the driver layer sees every launch once (runtime,
- * Triton, libraries) and names kernels from the calls that make their
- * handles, which it must see: so a process already running with the driver
- * loaded (attached with -p, or host-wide) has handles made before the probe
- * and gets the runtime layer instead, which names kernels by their host
- * stubs' symbols. docs/cuda.md, "Launches: one probe hit per launch".
- */
-static int auto_layer(struct cuda *c, const uint32_t *pids, size_t npids,
-		      bool host_wide)
-{
-	struct has_driver_ctx h = { false };
-
-	if (host_wide) {
-		DIR *d = opendir("/proc");
-		struct dirent *de;
-
-		while (d && !h.found && (de = readdir(d))) {
-			char *end;
-			unsigned long pid = strtoul(de->d_name, &end, 10);
-
-			if (!*end && pid && pid != (unsigned long)getpid())
-				nt_cuda_scan_maps((uint32_t)pid, has_driver_cb, &h);
-		}
-		if (d)
-			closedir(d);
-	} else {
-		for (size_t i = 0; i < npids && !h.found; i++)
-			nt_cuda_scan_maps(pids[i], has_driver_cb, &h);
-	}
-	c->host->log(c->inst, NT_LOG_INFO,
-		     "launch_layer auto: %s", h.found
-			     ? "runtime (a process already runs with the CUDA driver loaded: its kernel handles predate the probe)"
-			     : "driver (every launch seen once, named when its handle is made)");
-	return 1 << (h.found ? NT_CUDA_LAYER_RUNTIME : NT_CUDA_LAYER_DRIVER);
-}
-
 static int cuda_attach(void *state)
 {
 	struct cuda *c = state;
@@ -1603,6 +1600,23 @@ static int cuda_attach(void *state)
 			     strerror(-err));
 		goto fail;
 	}
+	{
+		size_t len = sizeof(struct nt_cuda_lslot) * NT_CUDA_LSLOTS;
+		long pg = sysconf(_SC_PAGESIZE);
+		void *m;
+
+		len = (len + (size_t)pg - 1) & ~((size_t)pg - 1);
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(s->maps.lslots), 0);
+		if (m == MAP_FAILED) {
+			c->host->log(c->inst, NT_LOG_WARN,
+				     "cannot map the launch slots (%s): every launch takes the hash path",
+				     strerror(errno));
+		} else {
+			c->lslots = m;
+			c->lslots_len = len;
+		}
+	}
 	for (unsigned api = 1; api < NT_CUDA_API_COUNT; api++) {
 		struct nt_cuda_spec sp;
 		uint32_t k = api;
@@ -1635,8 +1649,6 @@ static int cuda_attach(void *state)
 	npids = c->host->target_pids(c->inst, pids, NT_ARRAY_LEN(pids));
 	if (npids > NT_ARRAY_LEN(pids))
 		npids = NT_ARRAY_LEN(pids);
-	if (!strcmp(cfg->launch_layer, "auto"))
-		c->layer_launch = auto_layer(c, pids, npids, !s->rodata->nt_filter_on);
 	scan_default_paths(c);
 	if (!s->rodata->nt_filter_on) {
 		scan_all_pids(c);
@@ -1743,6 +1755,12 @@ static void cuda_detach(void *state)
 	}
 	ring_buffer__free(c->rb);
 	c->rb = NULL;
+	if (c->lslots)
+		munmap(c->lslots, c->lslots_len);
+	c->lslots = NULL;
+	/* the slots go with the map: none of ours is valid any more */
+	for (size_t i = 0; i < c->caplc; i++)
+		c->lc[i].slot = -1;
 	cuda_bpf__destroy(c->skel);
 	c->skel = NULL;
 	c->attached = false;

@@ -129,6 +129,31 @@ struct nt_cuda_launch_key {
 	uint64_t func;
 };
 
+/*
+ * Launch fast path (BPF array `lslots`, mmapped by user space): a slot
+ * {tgid, func} that user space installs after the first launch of a
+ * function in a process; later launches of it only increment the slot's
+ * count (an inlined array access instead of a hash lookup). User space is
+ * the only writer of tgid/func: it writes count = 0, func, then tgid
+ * (release), and frees a slot by clearing tgid first. A launch counts in
+ * the hash `launches` or in its slot, never both; the total is their sum.
+ */
+#define NT_CUDA_LSLOTS 4096
+
+struct nt_cuda_lslot {
+	uint64_t count;
+	uint64_t func;
+	uint32_t tgid;
+	uint32_t pad;
+};
+
+static inline uint32_t nt_cuda_lslot_idx(uint32_t tgid, uint64_t func)
+{
+	uint64_t h = (func ^ ((uint64_t)tgid << 40)) * 0x9E3779B97F4A7C15ull;
+
+	return (uint32_t)(h >> 52) & (NT_CUDA_LSLOTS - 1);
+}
+
 /* Function-table stats map (BPF hash `fnstats`), key {tgid, fn}. */
 struct nt_cuda_fn_key {
 	uint32_t tgid;

@@ -30,6 +30,10 @@ def kernel_counts(prof):
             continue
         if e.name.startswith(("Memcpy", "Memset")):
             continue
+        # GPU-side ranges of user annotations ("Optimizer.step#SGD.step")
+        # are on the CUDA timeline but are not kernels
+        if getattr(e, "is_user_annotation", False) or ("#" in e.name and "(" not in e.name):
+            continue
         k[e.name] += 1
     return k
 
