@@ -1944,19 +1944,38 @@ static int mem_attach(void *state)
 				st->host->log(st->inst, NT_LOG_WARN,
 					      "no target got heap probes; RSS and faults go on");
 		} else {
-			char lib[PATH_MAX];
+			/* Each distinct library of the targets once (this
+			 * daemon's for the -- CMD child or host-wide). */
+			char libs[8][PATH_MAX];
+			size_t n_libs = 0, ok = 0;
 
-			err = resolve_libc(st, 0, lib, sizeof(lib));
-			if (!err)
-				err = heap_attach(st, -1, lib, &st->glinks, &st->n_glinks);
-			if (err)
-				st->host->log(st->inst, NT_LOG_ERROR,
-					      "no heap tracking: %s; RSS and faults go on",
-					      strerror(-err));
-			else
+			for (size_t i = 0; i < (n_pids ? n_pids : 1) && n_libs < 8; i++) {
+				char lib[PATH_MAX];
+				bool dup = false;
+
+				if (resolve_libc(st, n_pids ? pids[i] : 0, lib, sizeof(lib)))
+					continue;
+				for (size_t j = 0; j < n_libs; j++)
+					dup |= strcmp(libs[j], lib) == 0;
+				if (!dup)
+					memcpy(libs[n_libs++], lib, sizeof(lib));
+			}
+			for (size_t j = 0; j < n_libs; j++) {
+				err = heap_attach(st, -1, libs[j], &st->glinks, &st->n_glinks);
+				if (err) {
+					st->host->log(st->inst, NT_LOG_ERROR,
+						      "no heap probes on %s: %s", libs[j],
+						      strerror(-err));
+					continue;
+				}
+				ok++;
 				st->host->log(st->inst, NT_LOG_INFO,
-					      "heap probes on %s for every process%s", lib,
+					      "heap probes on %s for every process%s", libs[j],
 					      map_fd >= 0 ? " (filtered to the targets in BPF)" : "");
+			}
+			if (!ok)
+				st->host->log(st->inst, NT_LOG_ERROR,
+					      "no heap tracking; RSS and faults go on");
 		}
 	}
 
