@@ -9,7 +9,7 @@
 #    within one reporting interval of the touch, and the mapping is an
 #    outstanding anonymous mmap from touch_buffer(). The same program started
 #    by a shell (a grandchild, its allocations right after its exec) is
-#    counted as exactly.
+#    counted as exactly, and so are 8 threads allocating and freeing at once.
 # 2. Two -p targets, one exits mid-run: a clear message, the run goes on to
 #    its -d end with exit 0, the other target is still reported after.
 # 3. An OOM kill: a child in a 48 MiB memory cgroup allocating without end
@@ -136,6 +136,23 @@ leak = [e for e in ev if e["type"] == "mem.leak" and e["final"] and e["pid"] == 
         and e["function"] == "leak_some"]
 assert len(leak) == 1 and leak[0]["allocs"] == 100 and leak[0]["bytes"] == 102400, leak
 print(f"mem.sh: grand: pid {h['pid']} (child of sh): 100 allocations / 102400 B from leak_some")
+EOF
+
+
+# 8 threads at once: per-thread calls in flight, atomic counters.
+conf threads
+timeout 60 "$NTCORE" -c "$T/threads.conf" -- "$LEAKER" threads \
+	>"$T/threads.out" 2>"$T/threads.err" || { cat "$T/threads.err" >&2; fail "threads: ntcore exited with $?"; }
+python3 - "$T/threads.jsonl" <<'EOF' || { cat "$T/threads.err" >&2; fail "threads: output does not match the program"; }
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+want_bytes = 8 * sum(64 + i % 64 for i in range(2000) if i % 10 == 0)
+leak = [e for e in ev if e["type"] == "mem.leak" and e["final"] and e["function"] == "thread_leak"]
+assert len(leak) == 1, f"{len(leak)} final thread_leak stacks"
+assert leak[0]["allocs"] == 1600 and leak[0]["bytes"] == want_bytes, (leak[0], want_bytes)
+h = [e for e in ev if e["type"] == "mem.heap" and e["final"]][0]
+assert h["frees"] >= 8 * 5800 and h["untracked"] == 0, h
+print(f"mem.sh: threads: 8 threads, 1600 allocations / {want_bytes} B outstanding from thread_leak")
 EOF
 
 

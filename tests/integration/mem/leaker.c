@@ -12,10 +12,15 @@
  *     the mapping.
  *   mem-leaker loop SECONDS
  *     every 10 ms: 10 x malloc(512), 9 freed, for SECONDS; then exit 0.
+ *   mem-leaker threads
+ *     8 threads at once, each 3 rounds of 2000 malloc(64 + i % 64) in
+ *     thread_leak(), all freed but 1 in 10 of the last round: 1600 blocks,
+ *     151 744 bytes outstanding.
  *   mem-leaker hog
  *     malloc and touch 8 MiB blocks, 4 GiB at most (run it in a memory
  *     cgroup: the OOM killer ends it).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +75,26 @@ __attribute__((noinline)) static void release_most(void)
 		}
 }
 
+#define THREADS 8
+#define PER_ROUND 2000
+static void *volatile tblocks[THREADS][PER_ROUND];
+
+__attribute__((noinline)) static void *thread_leak(void *arg)
+{
+	long t = (long)arg;
+
+	for (int r = 0; r < 3; r++) {
+		for (int i = 0; i < PER_ROUND; i++)
+			tblocks[t][i] = malloc(64 + (size_t)(i % 64));
+		for (int i = 0; i < PER_ROUND; i++)
+			if (r < 2 || i % 10 != 0) {
+				free(tblocks[t][i]);
+				tblocks[t][i] = NULL;
+			}
+	}
+	return NULL;
+}
+
 __attribute__((noinline)) static char *touch_buffer(void)
 {
 	char *p = mmap(NULL, BUFFER, PROT_READ | PROT_WRITE,
@@ -120,6 +145,17 @@ int main(int argc, char **argv)
 		(void)buf;
 		return 0;
 	}
+	if (argc == 2 && strcmp(argv[1], "threads") == 0) {
+		pthread_t th[THREADS];
+
+		for (long t = 0; t < THREADS; t++)
+			if (pthread_create(&th[t], NULL, thread_leak, (void *)t))
+				return 7;
+		for (int t = 0; t < THREADS; t++)
+			pthread_join(th[t], NULL);
+		sleep_ms(300);
+		return 0;
+	}
 	if (argc == 2 && strcmp(argv[1], "hog") == 0) {
 		for (int i = 0; i < 512; i++) {
 			char *p = malloc(8u << 20);
@@ -136,7 +172,7 @@ int main(int argc, char **argv)
 		churn(atoi(argv[2]));
 		return 0;
 	}
-	if (write(2, "usage: mem-leaker run HOLD_MS | loop SECONDS | hog\n", 52) < 0)
+	if (write(2, "usage: mem-leaker run HOLD_MS | loop SECONDS | threads | hog\n", 62) < 0)
 		return 3;
 	return 2;
 }
