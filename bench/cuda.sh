@@ -33,7 +33,7 @@ for l in auto runtime driver both; do conf $l; done
 
 ns() { sed -n 's/^ns_per_launch=//p'; }
 base()    { "$LOOP" "$N" | ns; }
-ntcore()  { "$NT" -c "$T/$1.conf" -- "$LOOP" "$N" 2>/dev/null | ns; }
+ntcore()  { rm -f "$T/$1.jsonl"; "$NT" -c "$T/$1.conf" -- "$LOOP" "$N" 2>/dev/null | ns; }
 bpft()    { "$BT" -q -e "uprobe:$1:$2 { @n = count(); }" -c "$LOOP $N" 2>/dev/null | ns; }
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -67,7 +67,7 @@ if [ -n "$BT" ]; then
 	printf 'ratio: ntcore (auto) adds %.2fx what a bare bpftrace count on the same symbol adds\n' \
 		"$(echo "($a - $b) / ($t - $b)" | bc -l)"
 fi
-# the counts must be exact too
+# the counts must be exact too (the last auto run)
 python3 - "$T/auto.jsonl" "$N" <<'PY' || fail "ntcore miscounted the launches"
 import json, sys
 n = int(sys.argv[2])
