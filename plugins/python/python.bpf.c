@@ -40,11 +40,22 @@ const volatile __u64 period_ns = 10101010;
 const volatile __u64 neg_ttl_ns = 500000000;
 /* The user side's own pid: never sampled. */
 const volatile __u32 self_pid = 0;
+/* Ring wake-ups are batched: the reader is woken when this much is
+ * pending (or for control records) and drains on its own tick otherwise,
+ * so a sampled thread is not preempted by the reader at every record. */
+const volatile __u64 wake_bytes = 65536;
+
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20); /* resized by the user side */
 } py_events SEC(".maps");
+
+static __always_inline __u64 wake_flag(void)
+{
+	return bpf_ringbuf_query(&py_events, BPF_RB_AVAIL_DATA) >= wake_bytes
+		? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -359,7 +370,7 @@ static __always_inline int sample_current(void *ctx, const struct py_proc *pp,
 	if (size > sizeof(struct py_sample_rec))
 		size = sizeof(struct py_sample_rec);
 	sc->s.hdr.size = size;
-	if (bpf_ringbuf_output(&py_events, &sc->s, size, 0))
+	if (bpf_ringbuf_output(&py_events, &sc->s, size, wake_flag()))
 		nt_count_drop();
 	return n;
 }
@@ -377,7 +388,7 @@ static __always_inline void notify_unknown(__u32 pid, __u64 now, __u32 kind)
 	if (!h)
 		return;
 	nt_hdr_current(h, kind, sizeof(*h));
-	bpf_ringbuf_submit(h, 0);
+	bpf_ringbuf_submit(h, BPF_RB_FORCE_WAKEUP); /* attach without delay */
 }
 
 SEC("perf_event")
@@ -442,29 +453,35 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 			oc->out_ns = now;
 		}
 	}
-	/* A Python thread coming back: send its off-CPU time. */
+	/* A Python thread coming back: add up its off-CPU time and send it
+	 * once it reaches a sample period (at most one record per period). */
 	if (npid && bpf_map_lookup_elem(&py_procs, &npid)) {
 		__u32 tid = next->pid;
 
 		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
 		if (oc && oc->out_ns) {
-			struct py_weight_rec *w;
-
 			if (!now)
 				now = bpf_ktime_get_ns();
-			w = nt_reserve(&py_events, sizeof(*w));
-			if (w) {
-				w->hdr.type = PY_REC_WEIGHT;
-				w->hdr.size = sizeof(*w);
-				w->hdr.ts_ns = now;
-				w->hdr.pid = npid;
-				w->hdr.tid = tid;
-				BPF_CORE_READ_STR_INTO(&w->hdr.comm, next, comm);
-				w->off_ns = now > oc->out_ns ? now - oc->out_ns : 0;
-				w->start_ns = oc->out_ns;
-				bpf_ringbuf_submit(w, 0);
-			}
+			if (!oc->acc_ns)
+				oc->acc_start = oc->out_ns;
+			oc->acc_ns += now > oc->out_ns ? now - oc->out_ns : 0;
 			oc->out_ns = 0;
+			if (oc->acc_ns >= period_ns) {
+				struct py_weight_rec *w = nt_reserve(&py_events, sizeof(*w));
+
+				if (w) {
+					w->hdr.type = PY_REC_WEIGHT;
+					w->hdr.size = sizeof(*w);
+					w->hdr.ts_ns = now;
+					w->hdr.pid = npid;
+					w->hdr.tid = tid;
+					BPF_CORE_READ_STR_INTO(&w->hdr.comm, next, comm);
+					w->off_ns = oc->acc_ns;
+					w->start_ns = oc->acc_start;
+					bpf_ringbuf_submit(w, wake_flag());
+				}
+				oc->acc_ns = 0;
+			}
 		}
 	}
 	return 0;
@@ -605,7 +622,7 @@ int BPF_USDT(py_func_return, void *file, void *func, int line)
 			r->line = line;
 			bpf_probe_read_user_str(r->func, sizeof(r->func), func);
 			bpf_probe_read_user_str(r->file, sizeof(r->file), file);
-			bpf_ringbuf_submit(r, 0);
+			bpf_ringbuf_submit(r, wake_flag());
 		}
 	} else if ((st = bpf_map_lookup_elem(&py_calls, &key))) {
 		__sync_fetch_and_add(&st->calls, 1);

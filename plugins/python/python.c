@@ -38,9 +38,14 @@
 #include "pyoffsets.h"
 #include "pyproc.h"
 
-enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3 };
+enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3, TOK_DRAIN = 4 };
 
 #define TICK_MS 100
+/* The BPF side batches ring wake-ups (64 KiB) so that a sampled thread is
+ * not preempted by this reader at every record; pending records are also
+ * drained this often, so names are read while short-lived code objects and
+ * processes still exist. */
+#define DRAIN_MS 20
 #define STATS_EVERY 10          /* ticks: BPF counters -> metrics */
 #define FIND_TRIES 10           /* ticks an exec'd process may stay unfound (libs loading) */
 #define INIT_TRIES 100          /* ticks waiting for an interpreter to initialise */
@@ -329,6 +334,7 @@ struct pyp {
 	struct bpf_link *l_entry, *l_return, *l_exc;
 	bool in_bpf;
 	uint64_t unresolved; /* frames whose code object could not be read */
+	uint64_t inspected_ns; /* when it was last found (mono) */
 };
 
 struct thr {
@@ -581,6 +587,7 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 	if (p->status != PS_PENDING)
 		return;
 	if (!p->found.runtime) {
+		p->inspected_ns = mono_ns();
 		ret = py_find((pid_t)p->pid, &p->found, err, sizeof(err));
 		if (ret == -ESRCH) {
 			p->status = PS_NOTPY;
@@ -674,13 +681,18 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 	seed_idle(st, p);
 }
 
-/* A process exec'd or was seen unregistered: (re)start its inspection. */
-static void proc_seen(struct py_plugin *st, uint32_t pid, bool exec)
+/* A process exec'd (at ts) or was seen unregistered: (re)start its
+ * inspection. An exec older than the last inspection was already seen
+ * there (the target poll can run before the exec record is read). */
+static void proc_seen(struct py_plugin *st, uint32_t pid, bool exec, uint64_t ts)
 {
 	struct pyp *p = proc_get(st, pid, false);
 
-	if (p && !exec)
+	if (p && (!exec || ts < p->inspected_ns))
 		return;
+	if (p)
+		st->host->log(st->inst, NT_LOG_DEBUG, "pid %u exec'd (was %s): inspecting again",
+			      pid, p->status == PS_ATTACHED ? "sampled" : "not sampled");
 	if (p && exec) {
 		proc_unlink(st, p);
 		proc_clear_caches(p);
@@ -1143,7 +1155,7 @@ static int on_ring(void *ctx, void *data, size_t size)
 		break;
 	case PY_REC_EXEC:
 	case PY_REC_UNKNOWN:
-		proc_seen(st, h->pid, h->type == PY_REC_EXEC);
+		proc_seen(st, h->pid, h->type == PY_REC_EXEC, h->ts_ns);
 		break;
 	}
 	return 0;
@@ -1420,12 +1432,16 @@ static void flush_offcpu(struct py_plugin *st, uint32_t pid)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &oc) || !oc.out_ns)
+		if (bpf_map_lookup_elem(fd, &key, &oc) || (!oc.out_ns && !oc.acc_ns))
 			continue;
 		t = py_map_get(&st->threads, key);
 		if (!t || (pid && t->pid != pid))
 			continue;
-		add_offcpu(st, t, oc.out_ns, now);
+		/* time sent yet neither at a switch-in (acc) nor ended (out) */
+		if (oc.acc_ns)
+			add_offcpu(st, t, oc.acc_start, oc.acc_start + oc.acc_ns);
+		if (oc.out_ns)
+			add_offcpu(st, t, oc.out_ns, now);
 		t->flushed_to = now;
 	}
 }
@@ -1656,7 +1672,7 @@ static void poll_targets(struct py_plugin *st)
 		n = NT_ARRAY_LEN(pids);
 	for (size_t i = 0; i < n; i++)
 		if (!proc_get(st, pids[i], false))
-			proc_seen(st, pids[i], false);
+			proc_seen(st, pids[i], false, 0);
 }
 
 static void scan_host(struct py_plugin *st)
@@ -1680,7 +1696,7 @@ static void scan_host(struct py_plugin *st)
 			continue;
 		exe[l] = '\0';
 		if (py_is_python_name(exe))
-			proc_seen(st, (uint32_t)pid, false);
+			proc_seen(st, (uint32_t)pid, false, 0);
 	}
 	closedir(d);
 }
@@ -1773,7 +1789,11 @@ static int py_poll(void *state, uint32_t token, uint32_t budget)
 			n = 0;
 		}
 		break;
+	case TOK_DRAIN:
+		n = ring_buffer__consume(st->rb);
+		break;
 	case TOK_TICK:
+		n = ring_buffer__consume(st->rb);
 		tick(st);
 		break;
 	case TOK_REPORT:
@@ -1980,6 +2000,8 @@ static int py_attach(void *state)
 	err = h->watch_fd(st->inst, ring_buffer__epoll_fd(st->rb), TOK_RING);
 	if (!err)
 		err = h->add_timer(st->inst, TICK_MS, TOK_TICK);
+	if (!err)
+		err = h->add_timer(st->inst, DRAIN_MS, TOK_DRAIN);
 	if (!err && c->report_interval_ms)
 		err = h->add_timer(st->inst, (uint64_t)c->report_interval_ms, TOK_REPORT);
 	if (err) {

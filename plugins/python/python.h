@@ -170,6 +170,8 @@ struct py_func_rec {
 struct py_offcpu {
 	__u64 out_ns;      /* when it left the CPU, 0 while running */
 	__u64 walk_ns;     /* last idle stack walk */
+	__u64 acc_ns;      /* off-CPU time not sent yet (sent once >= a period) */
+	__u64 acc_start;   /* start of the oldest unsent off-CPU period */
 };
 
 #endif /* NTCORE_PYTHON_H */
