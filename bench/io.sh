@@ -195,5 +195,8 @@ if [ -n "$STATS_WAS" ] && [ -s "$COST" ]; then
 	echo "  in-kernel cost of the programs (kernel.bpf_stats_enabled):"
 	awk '{cnt[$1" "$2]+=$3; ns[$1" "$2]+=$4; tot[$1]+=$4}
 	     END {for (k in cnt) if (cnt[k]) printf "    %-24s %10d runs %8.0f ns/run\n", k, cnt[k], ns[k]/cnt[k]}' "$COST" | sort
-	awk -v n=$((BLOCKS * 2 * REPS)) '{tot[$1]+=$4} END {for (m in tot) printf "    %-24s %8.0f ns per request (all its programs)\n", m, tot[m]/n}' "$COST" | sort
+	# Per request: all of a tool's programs over the requests it saw issued
+	# (host-wide: the workload's and whatever else ran on the machine).
+	awk '{tot[$1]+=$4} $2 ~ /issue/ {req[$1]+=$3}
+	     END {for (m in tot) if (req[m]) printf "    %-24s %8.0f ns per request (all its programs)\n", m, tot[m]/req[m]}' "$COST" | sort
 fi
