@@ -16,9 +16,9 @@
 # allocator call, then ntcore against memleak.
 #
 # memleak-bpfcc compiles its BPF at start and needs kernel headers: when
-# /lib/modules/$(uname -r)/build is missing, a merged tree of an installed
-# linux-headers-*-common + linux-headers-*-<arch> pair is linked under the
-# temp dir and passed as BCC_KERNEL_SOURCE.
+# /lib/modules/$(uname -r)/build is missing, the installed
+# linux-headers-*-common and linux-headers-*-<arch> trees are merged with
+# symlinks under the temp dir and passed as BCC_KERNEL_SOURCE.
 #
 # --smoke: one short repetition (< 30 s); CI runs only this.
 set -euo pipefail
@@ -69,9 +69,23 @@ if [ -z "${BCC_KERNEL_SOURCE:-}" ] && [ ! -e "$kbuild" ] && [ ! -e /sys/kernel/k
 		grep -v -e '-common' -e '-rt' | head -1)
 	[ -n "$common" ] && [ -n "$arch" ] ||
 		fail "memleak-bpfcc needs kernel headers: none at $kbuild and no /usr/src/linux-headers-*-common (apt-get install linux-headers-amd64)"
-	mkdir -p "$T/kheaders"
-	cp -rs "$common/." "$T/kheaders/"
-	cp -rs --remove-destination "$arch/." "$T/kheaders/"
+	# Merge the two trees with symlinks, descending only where both have
+	# the same directory (a few hundred links, not a copy).
+	python3 - "$common" "$arch" "$T/kheaders" <<'EOF'
+import os, sys
+def merge(srcs, dst):
+    os.makedirs(dst, exist_ok=True)
+    names = {}
+    for s in srcs:
+        for n in os.listdir(s):
+            names.setdefault(n, []).append(os.path.join(s, n))
+    for n, paths in names.items():
+        if len(paths) > 1 and all(os.path.isdir(p) for p in paths):
+            merge(paths, os.path.join(dst, n))
+        else:
+            os.symlink(os.path.realpath(paths[-1]), os.path.join(dst, n))
+merge(sys.argv[1:3], sys.argv[3])
+EOF
 	export BCC_KERNEL_SOURCE=$T/kheaders
 fi
 
