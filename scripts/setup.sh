@@ -14,6 +14,7 @@ packages=(
   check valgrind python3-grpcio python3-protobuf prometheus
   prometheus-node-exporter bpftrace bpfcc-tools linux-perf systemd
   iproute2 procps openssl ca-certificates
+  linux-headers-amd64   # bcc tools (memleak-bpfcc) compile against headers
 )
 missing=()
 for p in "${packages[@]}"; do
