@@ -20,7 +20,7 @@
 # 1 for the run and put back after) for ntcore's py_sample and the peer's
 # program. F is 99 (the probe's default).
 #
-# --smoke: one short repetition (< 30 s); CI runs only this.
+# --smoke: one short repetition (< 30 s), peer bpftrace; CI runs only this.
 set -euo pipefail
 
 SMOKE=0
@@ -77,7 +77,9 @@ PYS
 		echo "peer: austin (Debian) cannot read CPython 3.11 here ($(austin -i 1000 "$PY" "$T/spin.py" 2>&1 | head -1)); using bcc's profile"
 	fi
 fi
-if [ -z "$PEER" ] && command -v profile-bpfcc >/dev/null; then
+# (--smoke skips bcc: compiling its program takes longer than the smoke's
+# budget; bpftrace's profile probe does the same walk)
+if [ -z "$PEER" ] && [ "$SMOKE" -eq 0 ] && command -v profile-bpfcc >/dev/null; then
 	sleep 5 &
 	s=$!
 	if timeout 60 profile-bpfcc -F $F -p $s 1 >/dev/null 2>"$T/bcc.log"; then
