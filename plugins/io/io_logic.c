@@ -286,8 +286,8 @@ size_t io_format_report(char *buf, size_t len, struct io_row *devs,
 		buf[0] = '\0';
 	qsort(devs, n_devs, sizeof(*devs), cmp_row_dev);
 	qsort(procs, n_procs, sizeof(*procs), cmp_row_bytes);
-	APPEND("io: block requests completed (queue = created to issued, "
-	       "service = issued to completed; p50/p99 are bucket bounds)\n");
+	APPEND("io: block requests issued (queue = created to issued, service "
+	       "= issued to completed; p50/p99 are bucket bounds)\n");
 	APPEND(hdr, "DEVICE", "OP", "REQS", "BYTES", "<SMALL", "Q_P50",
 	       "Q_P99", "SVC_P50", "SVC_P99");
 	for (size_t i = 0; i < n_devs; i++)
