@@ -30,6 +30,7 @@ plugins = ( { plugin = "cuda"; launch_layer = "$1"; },
 CONF
 }
 for l in auto runtime driver both; do conf $l; done
+cp "$T/auto.conf" "$T/stats.conf"
 
 ns() { sed -n 's/^ns_per_launch=//p'; }
 base()    { "$LOOP" "$N" | ns; }
@@ -77,3 +78,32 @@ if c != n + 1:  # + the warm-up launch
     print(f"counted {c} launches, the loop made {n + 1}"); sys.exit(1)
 print(f"launches counted by ntcore: {c} (exact)")
 PY
+# Time inside the BPF program per launch (kernel.bpf_stats_enabled): the
+# part of the cost each tool controls, steadier than wall time on a busy
+# machine; the rest is the uprobe trap, the same for both.
+progtime() { # progtime NAME CMD... : avg ns per run of the program called NAME*
+	local was pid name=$1
+	shift
+	was=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	"$@" > /dev/null 2>&1 &
+	pid=$!
+	sleep 3
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+best = None
+for p in json.load(sys.stdin):
+    if p.get("type") != "kprobe" or not p.get("run_cnt") or not p.get("name", "").startswith(sys.argv[1]):
+        continue
+    if best is None or p["run_cnt"] > best["run_cnt"]:
+        best = p
+print("%.1f" % (best["run_time_ns"] / best["run_cnt"]) if best else "n/a")' "$name"
+	kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null
+	sysctl -qw kernel.bpf_stats_enabled="$was"
+}
+if command -v bpftool >/dev/null && [ $SMOKE = 0 ]; then
+	BIG=$((N * 20))
+	echo "time inside the BPF program per launch (bpf_stats):"
+	echo "  ntcore (auto):        $(progtime launch_drv "$NT" -c "$T/stats.conf" -- "$LOOP" "$BIG") ns"
+	[ -n "$BT" ] && echo "  bpftrace bare count:  $(progtime cuLaunchKernel "$BT" -q -e "uprobe:$FX/libcuda.so.1:cuLaunchKernel { @n = count(); }" -c "$LOOP $BIG") ns"
+fi
