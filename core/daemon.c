@@ -334,19 +334,29 @@ static void instances_drain(struct nt_daemon *d)
 {
 	/* Probes first, then the core's exit ring, so sinks get everything. */
 	for (int round = 0; round < 4; round++) {
-		int handled = nt_targets_drain(&d->targets);
+		int handled = 0;
 		for (size_t i = 0; i < d->n_insts; i++)
 			if (d->insts[i]->lib.desc.kind == NT_KIND_PROBE)
 				handled += nt_instance_drain(d->insts[i]);
+		handled += nt_targets_drain(&d->targets);
 		if (handled <= 0)
 			break;
 	}
-	/* Sinks that print the self-metrics at flush see final numbers. */
-	nt_daemon_sync_self_metrics(d);
-	for (size_t i = 0; i < d->n_insts; i++) {
-		struct nt_instance *inst = d->insts[i];
-		if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, flush))
-			inst->lib.desc.flush(inst->state);
+	/* Probes flush first (their final reports go on the bus), then the
+	 * detectors that read them, then the sinks that write it all out. */
+	static const uint32_t flush_order[] = {NT_KIND_PROBE, NT_KIND_DETECTOR,
+					       NT_KIND_SINK};
+	for (size_t k = 0; k < NT_ARRAY_LEN(flush_order); k++) {
+		/* Sinks that print the self-metrics at flush see final numbers. */
+		if (flush_order[k] == NT_KIND_SINK)
+			nt_daemon_sync_self_metrics(d);
+		for (size_t i = 0; i < d->n_insts; i++) {
+			struct nt_instance *inst = d->insts[i];
+			if (inst->lib.desc.kind == flush_order[k] &&
+			    inst->st == NT_ST_ATTACHED &&
+			    NT_DESC_HAS(&inst->lib.desc, flush))
+				inst->lib.desc.flush(inst->state);
+		}
 	}
 }
 
