@@ -60,13 +60,13 @@ b=$(echo ${R[base]} | tr ' ' '\n' | median)
 printf '%-28s %12s %16s\n' "launch loop ($N launches)" "ns/launch" "added ns/launch"
 for m in "${modes[@]}"; do
 	v=$(echo ${R[$m]} | tr ' ' '\n' | median)
-	printf '%-28s %12.1f %16.1f\n' "$m" "$v" "$(echo "$v - $b" | bc -l)"
+	printf '%-28s %12.1f %16.1f\n' "$m" "$v" "$(awk -v v="$v" -v b="$b" 'BEGIN { print v - b }')"
 done
 if [ -n "$BT" ]; then
 	a=$(echo ${R[auto]} | tr ' ' '\n' | median)
 	t=$(echo ${R[bpftrace-cuLaunchKernel]} | tr ' ' '\n' | median)
 	printf 'ratio: ntcore (auto) adds %.2fx what a bare bpftrace count on the same symbol adds\n' \
-		"$(echo "($a - $b) / ($t - $b)" | bc -l)"
+		"$(awk -v a="$a" -v b="$b" -v t="$t" 'BEGIN { print (a - b) / (t - b) }')"
 fi
 # the counts must be exact too (the last auto run)
 python3 - "$T/auto.jsonl" "$N" <<'PY' || fail "ntcore miscounted the launches"
