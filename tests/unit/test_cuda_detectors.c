@@ -598,6 +598,15 @@ START_TEST(test_frag_hand_maps)
 		ck_assert_uint_eq(s.holes, 7);
 		ck_assert_uint_eq(s.largest_hole, MiB);
 		ck_assert_uint_eq(s.hist[1], 7); /* <= 1 MiB */
+		{
+			char rb[512];
+
+			s.paged = true;
+			frag_reading(&s, rb, sizeof(rb));
+			ck_assert_ptr_nonnull(strstr(rb, "address space only"));
+			ck_assert_ptr_null(strstr(rb, "will fail"));
+			s.paged = false;
+		}
 		ck_assert_uint_eq(s.hist_bytes[1], 7 * MiB);
 		ck_assert_double_eq_tol(s.external, 6.0 / 7.0, 1e-12);
 		ck_assert_double_eq_tol(s.score, 600.0 / 7.0, 1e-9); /* 85.71 */
@@ -831,6 +840,11 @@ START_TEST(test_util)
 	ck_assert_str_eq(stack_caller("cudaLaunchKernel;__device_stub__Z1kPf;"
 				      "k(float*);step", "k(float*)", buf,
 				      sizeof(buf)), "step");
+	ck_assert_str_eq(short_fn("c10::cuda::X::alloc_block(c10::A&, bool)", buf, sizeof(buf)),
+			 "c10::cuda::X::alloc_block");
+	ck_assert_str_eq(short_fn("at::native::(anonymous namespace)::create(int)", buf,
+				  sizeof(buf)), "at::native::(anonymous namespace)::create");
+	ck_assert_str_eq(short_fn("leak_here", buf, sizeof(buf)), "leak_here");
 	ck_assert_int_eq(proc_alive("/proc", (uint32_t)getpid()), 1);
 	ck_assert_int_eq(proc_alive("/proc", 0x7ffffff0), 0);
 	ck_assert_int_ge(proc_cpu_ticks("/proc", (uint32_t)getpid()), 0);
@@ -1338,7 +1352,7 @@ START_TEST(test_det_oom_evidence)
 	struct det x;
 	struct alert_view a;
 	struct nt_cuda_alloc *fail;
-	static const char *const over[] = { "recent=3", NULL };
+	static const char *const over[] = { "recent=3", "model=\"contiguous\"", NULL };
 	const uint64_t base = 0x7f3300000000ULL;
 
 	det_open(&x, "cuda_oom", over);
@@ -1390,6 +1404,15 @@ START_TEST(test_det_oom_evidence)
 	/* other failures are cuda_errors' business */
 	feed(&x, mk_alloc(300, 5 * SEC, 0, 0, 1, NT_CUDA_LAYER_RUNTIME, ""), &alloc_schema);
 	ck_assert_int_eq(F.npub, 2);
+	/* the same request again 3 ms later (an allocator's retry): info */
+	feed(&x, mk_alloc(300, 4 * SEC + 3000000, 0, 3 * MiB, 2, NT_CUDA_LAYER_RUNTIME,
+			  "cudaMalloc;train_step;main"), &alloc_schema);
+	ck_assert(alert_get("alert.cuda_oom", 2, &a));
+	ck_assert_uint_eq(a.severity, NT_SEV_INFO);
+	ck_assert_msg(strstr(a.msg, "retry 1, 3.0 ms after the previous failure: cudaMalloc of"),
+		      "%s", a.msg);
+	ck_assert_ptr_nonnull(strstr(a.ev, "\"retry\":true"));
+	alert_free(&a);
 	det_close(&x);
 }
 END_TEST
@@ -1445,7 +1468,7 @@ START_TEST(test_det_memleak_exit)
 	txt = vstr_dup(&r->hdr, r->text);
 	ck_assert_ptr_nonnull(strstr(txt, "5 allocations never freed"));
 	ck_assert_ptr_nonnull(strstr(txt, "leak_here"));
-	ck_assert_ptr_nonnull(strstr(txt, "[caching allocator]"));
+	ck_assert_ptr_nonnull(strstr(txt, "[held: cache or CUDA library]"));
 	ck_assert_ptr_nonnull(strstr(txt, "(not a leak)"));
 	free(txt);
 	/* pid 400 is forgotten: a second exit reports an empty map, no alert */
@@ -1583,7 +1606,7 @@ START_TEST(test_det_frag_pattern)
 	struct alert_view a;
 	char dir[] = "/tmp/test_cuda_fragXXXXXX";
 	char opt[256], path[300];
-	const char *over[3] = { opt, "interval_ms=10", NULL };
+	const char *over[4] = { opt, "interval_ms=10", "model=\"contiguous\"", NULL };
 	const uint64_t base = 0x7f6600000000ULL;
 	struct stat stt;
 	char *svg;
@@ -1647,7 +1670,8 @@ START_TEST(test_det_frag_unused_holes)
 	 * virtual-memory or bump allocator) loses nothing to its holes: the
 	 * score is measured but not alerted */
 	struct det x;
-	static const char *const over[] = { "svg_path=\"\"", "interval_ms=10", NULL };
+	static const char *const over[] = { "svg_path=\"\"", "interval_ms=10",
+					    "model=\"contiguous\"", NULL };
 	const uint64_t base = 0x7f7700000000ULL;
 
 	det_open(&x, "cuda_frag", over);
@@ -1665,6 +1689,29 @@ START_TEST(test_det_frag_unused_holes)
 		feed(&x, mk_free(810, SEC, base + (uint64_t)i * MiB, NT_CUDA_LAYER_RUNTIME),
 		     &free_schema);
 	x.d->poll(x.state, 1, 100);
+	ck_assert_int_eq(pub_count("alert.cuda_frag"), 0);
+	det_close(&x);
+}
+END_TEST
+
+START_TEST(test_det_frag_paged)
+{
+	/* the default model: a real driver maps pages; the same pattern and
+	 * a failure that fits the holes' total are measured, never alerted */
+	struct det x;
+	static const char *const over[] = { "svg_path=\"\"", "interval_ms=10", NULL };
+	const uint64_t base = 0x7f7800000000ULL;
+
+	det_open(&x, "cuda_frag", over);
+	for (int i = 0; i < 32; i++)
+		feed(&x, mk_alloc(820, SEC, base + (uint64_t)i * MiB, MiB, 0,
+				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;blk;main"), &alloc_schema);
+	for (int i = 1; i < 32; i += 2)
+		feed(&x, mk_free(820, SEC, base + (uint64_t)i * MiB, NT_CUDA_LAYER_RUNTIME),
+		     &free_schema);
+	x.d->poll(x.state, 1, 100);
+	feed(&x, mk_alloc(820, 2 * SEC, 0, 4 * MiB, 2, NT_CUDA_LAYER_RUNTIME,
+			  "cudaMalloc;big;main"), &alloc_schema);
 	ck_assert_int_eq(pub_count("alert.cuda_frag"), 0);
 	det_close(&x);
 }
@@ -1885,6 +1932,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_det_errors_global_limit);
 	tcase_add_test(t, test_det_frag_pattern);
 	tcase_add_test(t, test_det_frag_unused_holes);
+	tcase_add_test(t, test_det_frag_paged);
 	tcase_add_test(t, test_det_frag_bad_svg_path);
 	tcase_add_test(t, test_det_hang);
 	tcase_add_test(t, test_det_consume_cost);

@@ -143,7 +143,7 @@ static bool er_budget(struct er *r, uint64_t now)
 static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 {
 	struct sbuf ev, msg;
-	char fn[256];
+	char fn[256], sfn[256];
 	const char *hint = cuerr_hint(k->err);
 	uint32_t sev = cuerr_severe(k->err) ? NT_SEV_CRITICAL : NT_SEV_WARNING;
 	struct det_subject subj = { .pid = k->alerts ? k->last_pid : k->first_pid,
@@ -174,11 +174,12 @@ static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 	if (k->alerts == 0)
 		sb_printf(&msg, "%s returned %s in pid %u (%s), called from %s: %s",
 			  k->func, k->err, k->first_pid, k->comm,
-			  fn[0] ? fn : "(no stack)", hint);
+			  fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)", hint);
 	else
 		sb_printf(&msg, "%s returned %s %" PRIu64 " more times (%" PRIu64
 				" in all) since the last report; first called from %s",
-			  k->func, k->err, n, k->count, fn[0] ? fn : "(no stack)");
+			  k->func, k->err, n, k->count,
+			  fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)");
 	det_alert_publish(r->host, r->inst, (uint32_t)r->alert_type, &subj, sev,
 			  sb_str(&msg), sb_str(&ev));
 	r->host->log(r->inst, sev == NT_SEV_CRITICAL ? NT_LOG_WARN : NT_LOG_INFO,

@@ -24,6 +24,7 @@
 #include "track.h"
 
 struct fr_cfg {
+	const char *model;
 	int64_t interval_ms;
 	double threshold;
 	int64_t min_free_bytes;
@@ -35,7 +36,16 @@ struct fr_cfg {
 	bool include_host;
 };
 
+static const char *const fr_models[] = { "paged", "contiguous", NULL };
+
 static const struct nt_cfg_key fr_keys[] = {
+	{ .key = "model", .type = NT_CFG_STRING,
+	  .offset = offsetof(struct fr_cfg, model), .def = "\"paged\"",
+	  .min = DET_NOMIN, .max = DET_NOMAX, .choices = fr_models,
+	  .desc = "paged: the CUDA driver maps pages behind virtual addresses "
+		  "(real GPUs): holes are measured and drawn, never alerted; "
+		  "contiguous: an arena or sub-allocator where a hole holds "
+		  "memory back (score and failure alerts)" },
 	DET_KEY("interval_ms", NT_CFG_INT, struct fr_cfg, interval_ms, "1000", 10,
 		3600000, "how often the fragmentation of each map is computed"),
 	DET_KEY("threshold", NT_CFG_FLOAT, struct fr_cfg, threshold, "70", 1, 100,
@@ -106,6 +116,7 @@ struct fr {
 	int alert_type;
 	struct track tr;
 	struct cuev_cache cc;
+	bool paged;
 	struct fr_proc **procs;
 	size_t np, cp;
 	struct nt_metric *m_score, *m_ext, *m_holes, *m_free, *m_largest;
@@ -148,6 +159,7 @@ static void fr_compute(struct fr *f, struct fr_proc *p)
 	if (n < 0)
 		return;
 	frag_compute_used(v, (size_t)n, &p->used, &p->last);
+	p->last.paged = f->paged;
 	p->stats_ns = mono_now_ns();
 	if (p->last.score > p->worst.score || !p->worst_ns) {
 		p->worst = p->last;
@@ -350,6 +362,7 @@ static void fr_tick(struct fr *f)
 		if (s->score >= f->cfg->threshold &&
 		    s->free_bytes >= (uint64_t)f->cfg->min_free_bytes &&
 		    s->holes >= (uint64_t)f->cfg->min_holes && !fr_holes_unused(p) &&
+		    !f->paged &&
 		    (!p->alerted || now - p->last_alert_ns >= realert) &&
 		    !(p->alerted && realert == 0))
 			fr_alert(f, p, NT_SEV_WARNING, NULL);
@@ -399,7 +412,8 @@ static void fr_consume(void *state, const struct nt_event_hdr *ev,
 			tl_failed(&p->tl, e.size, e.ts, track_stack(&f->tr, &e));
 			p->failed++;
 			fr_compute(f, p);
-			if (p->last.free_bytes >= e.size && p->last.largest_hole < e.size)
+			if (!f->paged && p->last.free_bytes >= e.size &&
+			    p->last.largest_hole < e.size)
 				fr_alert(f, p, NT_SEV_CRITICAL, &e);
 			return;
 		}
@@ -468,6 +482,7 @@ static int fr_init(struct nt_instance *inst, const struct nt_host *host,
 	f->inst = inst;
 	f->host = host;
 	f->cfg = cfg;
+	f->paged = !cfg->model || strcmp(cfg->model, "contiguous") != 0;
 	if (cfg->svg_path && strchr(cfg->svg_path, '%')) {
 		for (const char *s = strchr(cfg->svg_path, '%'); s; s = strchr(s + 2, '%'))
 			if (s[1] != 'p' && s[1] != 'd' && s[1] != '%') {

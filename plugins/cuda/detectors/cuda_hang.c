@@ -197,8 +197,11 @@ static void hg_alert(struct hg *g, struct hg_proc *p, uint64_t now)
 		stack_user_frame(stacktab_get(&g->st, b->stack), fn, sizeof(fn));
 		sb_printf(&msg, "; thread %u blocked in %s for %.1f s", b->tid,
 			  b->func, (double)(now - b->since_ns) / 1e9);
-		if (fn[0])
-			sb_printf(&msg, " (called from %s)", fn);
+		if (fn[0]) {
+			char sfn[256];
+
+			sb_printf(&msg, " (called from %s)", short_fn(fn, sfn, sizeof(sfn)));
+		}
 		hint = "a thread waits for GPU work that does not finish: a kernel "
 		       "that never ends (an endless loop, a spin-wait on a flag), "
 		       "a deadlock between streams, or a collective (NCCL) "

@@ -66,9 +66,13 @@ static const struct nt_cfg_key ml_keys[] = {
 	DET_KEY("stack_frames", NT_CFG_INT, struct ml_cfg, stack_frames, "16", 1,
 		128, "frames per stack in the evidence"),
 	DET_KEY("cache_frames", NT_CFG_STRING_LIST, struct ml_cfg, cache_frames,
-		"[\"CUDACachingAllocator\", \"c10::cuda::\", \"cupy::cuda::memory\"]",
+		"[\"CUDACachingAllocator\", \"c10::cuda::\", \"cupy::cuda::memory\", "
+		"\"libcublas\", \"libcudnn\", \"libnccl\", \"libcufft\", "
+		"\"libcurand\", \"libcusparse\", \"libcusolver\", \"libnvshmem\", "
+		"\"cublasCreate\", \"cudnnCreate\"]",
 		DET_NOMIN, DET_NOMAX,
-		"a stack holding one of these is a caching allocator's: not a leak at exit"),
+		"a stack holding one of these is memory a caching allocator or a CUDA "
+		"library keeps for the process's life: not a leak at exit"),
 	DET_KEY("include_host", NT_CFG_BOOL, struct ml_cfg, include_host, "false",
 		DET_NOMIN, DET_NOMAX, "also track pinned host allocations"),
 };
@@ -205,7 +209,7 @@ static void ml_online_alert(struct ml *m, struct ml_proc *p,
 	struct stack_total *t = NULL;
 	long n = amap_collect(&m->tr.map, p->pid, p->dev, &v), nt;
 	struct sbuf ev, msg;
-	char fn[256] = "(no stack)", gb[32], lb[32], tb[32];
+	char fn[256] = "(no stack)", sfn[256], gb[32], lb[32], tb[32];
 	double span_s = (double)r->n * (double)m->lcfg.window_ns / 1e9;
 	struct det_subject subj = { .pid = p->pid, .comm = p->comm };
 
@@ -240,7 +244,7 @@ static void ml_online_alert(struct ml *m, struct ml_proc *p,
 			"+%s in %.1f s, %s live (p=%.2f, %u of %u windows grew); "
 			"top: %s live from %s",
 		  p->pid, p->comm, p->dev, gb, span_s, lb, r->p, r->s, r->n, tb,
-		  fn);
+		  short_fn(fn, sfn, sizeof(sfn)));
 	det_alert_publish(m->host, m->inst, (uint32_t)m->alert_type, &subj,
 			  NT_SEV_WARNING, sb_str(&msg), sb_str(&ev));
 	m->host->metric_add(m->m_alerts, NULL, 1);
@@ -258,7 +262,7 @@ static void ml_exit_report(struct ml *m, const struct ml_exit *x)
 	long n = amap_collect(&m->tr.map, x->pid, -1, &v), nt;
 	uint64_t leak_b = 0, leak_n = 0, cache_b = 0, cache_n = 0;
 	struct sbuf ev, msg, txt, arr;
-	char fn[256] = "", b1[32];
+	char fn[256] = "", sfn[256], b1[32];
 	struct det_subject subj = { .pid = x->pid, .comm = x->comm };
 	bool first = true;
 
@@ -316,16 +320,19 @@ static void ml_exit_report(struct ml *m, const struct ml_exit *x)
 			char f[256];
 
 			stack_user_frame(st, f, sizeof(f));
+			char sf[256];
+
 			sb_printf(&txt, "  %14" PRIu64 " %8" PRIu64 " %6d  %s%s\n",
 				  t[i].bytes, t[i].count, t[i].dev,
-				  f[0] ? f : "(no stack)",
-				  is_cache_stack(m->cfg, st) ? "  [caching allocator]" : "");
+				  f[0] ? short_fn(f, sf, sizeof(sf)) : "(no stack)",
+				  is_cache_stack(m->cfg, st) ? "  [held: cache or CUDA library]" : "");
 		}
 		if (nt > 20)
 			sb_printf(&txt, "  ... %ld more stacks\n", nt - 20);
 		if (cache_b)
 			sb_printf(&txt, "  %s in %" PRIu64 " blocks held by a caching "
-					"allocator: its cache, released only at exit "
+					"allocator or a CUDA library (cuBLAS/cuDNN "
+					"workspaces, handles) for the process's life "
 					"(not a leak)\n",
 				  fmt_bytes(cache_b, b1, sizeof(b1)), cache_n);
 	}
@@ -348,7 +355,7 @@ static void ml_exit_report(struct ml *m, const struct ml_exit *x)
 				"device memory never freed in %" PRIu64
 				" allocations; largest from %s",
 			  x->pid, x->comm, leak_b, fmt_bytes(leak_b, b1, sizeof(b1)),
-			  leak_n, fn);
+			  leak_n, short_fn(fn, sfn, sizeof(sfn)));
 		det_alert_publish(m->host, m->inst, (uint32_t)m->alert_type, &subj,
 				  NT_SEV_WARNING, sb_str(&msg), sb_str(&ev));
 		m->host->metric_add(m->m_alerts, NULL, 1);
@@ -455,7 +462,15 @@ static void ml_consume(void *state, const struct nt_event_hdr *ev,
 		m->exits[m->ne].code = e.exit_code;
 		m->exits[m->ne].due_ns = mono_now_ns() +
 					 (uint64_t)m->cfg->exit_delay_ms * 1000000ULL;
+		/* the name its allocations carried: the exit is seen from
+		 * whichever thread ended last ("cuda-EvtHandlr") */
 		snprintf(m->exits[m->ne].comm, sizeof(m->exits[0].comm), "%s", e.comm);
+		for (size_t i = 0; i < m->np; i++)
+			if (m->procs[i].pid == e.pid && m->procs[i].comm[0]) {
+				snprintf(m->exits[m->ne].comm, sizeof(m->exits[0].comm),
+					 "%s", m->procs[i].comm);
+				break;
+			}
 		m->ne++;
 		break;
 	default:

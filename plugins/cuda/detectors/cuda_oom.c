@@ -23,13 +23,26 @@
 #include "track.h"
 
 struct oom_cfg {
+	const char *model;
+	int64_t repeat_ms;
 	int64_t recent;
 	int64_t stack_frames;
 	bool all_failures;
 	bool include_host;
 };
 
+static const char *const oom_models[] = { "paged", "contiguous", NULL };
+
 static const struct nt_cfg_key oom_keys[] = {
+	{ .key = "model", .type = NT_CFG_STRING,
+	  .offset = offsetof(struct oom_cfg, model), .def = "\"paged\"",
+	  .min = DET_NOMIN, .max = DET_NOMAX, .choices = oom_models,
+	  .desc = "paged (real GPUs: holes hold no memory) or contiguous (an "
+		  "arena: a failure that fits the holes' total reads as fragmentation)" },
+	DET_KEY("repeat_ms", NT_CFG_INT, struct oom_cfg, repeat_ms, "2000", 0,
+		600000,
+		"the same request failing again this soon (an allocator's retry "
+		"after releasing its cache) is reported as info"),
 	DET_KEY("recent", NT_CFG_INT, struct oom_cfg, recent, "8", 1, OOM_RING_MAX,
 		"last successful allocations listed in the alert"),
 	DET_KEY("stack_frames", NT_CFG_INT, struct oom_cfg, stack_frames, "24", 1,
@@ -61,6 +74,8 @@ static const struct nt_metric_desc m_lat_desc = {
 struct oom_proc {
 	uint32_t pid;
 	struct oom_ring ring;
+	uint64_t fail_size, fail_ns; /* the last failure, for retries */
+	uint32_t retries;
 };
 
 /* address ranges ever allocated per (pid, device), so that only memory the
@@ -122,9 +137,15 @@ static struct oom_proc *oom_proc_get(struct oom *o, uint32_t pid)
 		o->procs = n;
 		o->cp = nc;
 	}
+	memset(&o->procs[o->np], 0, sizeof(o->procs[0]));
 	o->procs[o->np].pid = pid;
 	oom_ring_init(&o->procs[o->np].ring, (uint32_t)o->cfg->recent);
 	return &o->procs[o->np++];
+}
+
+static bool contiguous(const struct oom *o)
+{
+	return o->cfg->model && strcmp(o->cfg->model, "contiguous") == 0;
 }
 
 static void oom_report(struct oom *o, const struct cuev *e)
@@ -135,11 +156,12 @@ static void oom_report(struct oom *o, const struct cuev *e)
 	long n = amap_collect(&o->tr.map, e->pid, e->device, &v);
 	struct frag_stats fs;
 	struct sbuf ev, msg;
-	char api[64], errbuf[64], fn[256], stack[4096], b1[32], b2[32], b3[32];
+	char api[64], errbuf[64], fn[256], sfn[256], stack[4096], b1[32], b2[32], b3[32];
 	const char *errname;
 	struct det_subject subj = { .pid = e->pid, .tid = e->tid, .comm = e->comm };
 	uint64_t live = ap ? ap->live_bytes : 0, now;
-	bool frag_fail;
+	bool frag_fail, retry;
+	double gap_ms;
 
 	frag_compute_used(v, n > 0 ? (size_t)n : 0,
 			  oom_used_get(o, e->pid, e->device, false), &fs);
@@ -153,7 +175,17 @@ static void oom_report(struct oom *o, const struct cuev *e)
 					       sizeof(errbuf));
 	cuev_str_copy(e->stack, stack, sizeof(stack));
 	stack_user_frame(stack, fn, sizeof(fn));
-	frag_fail = fs.free_bytes >= e->size && fs.largest_hole < e->size;
+	frag_fail = contiguous(o) && fs.free_bytes >= e->size &&
+		    fs.largest_hole < e->size;
+	retry = p && p->fail_size == e->size && p->fail_ns &&
+		e->ts >= p->fail_ns &&
+		e->ts - p->fail_ns <= (uint64_t)o->cfg->repeat_ms * 1000000ULL;
+	gap_ms = retry ? (double)(e->ts - p->fail_ns) / 1e6 : 0;
+	if (p) {
+		p->retries = retry ? p->retries + 1 : 0;
+		p->fail_size = e->size;
+		p->fail_ns = e->ts;
+	}
 
 	sb_init(&ev);
 	sb_init(&msg);
@@ -209,20 +241,29 @@ static void oom_report(struct oom *o, const struct cuev *e)
 			    "batch size or sequence length, free tensors no longer "
 			    "needed, use mixed precision or activation "
 			    "checkpointing; if live memory grew over time, see the "
-			    "cuda_memleak alerts. PyTorch retries once after "
-			    "emptying its cache: an allocation that then succeeds "
-			    "means it recovered");
+			    "cuda_memleak alerts. In PyTorch, when its error says "
+			    "much memory is 'reserved but unallocated', that is "
+			    "fragmentation inside its cache (not visible here): try "
+			    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True. "
+			    "PyTorch retries once after emptying its cache: an "
+			    "allocation that then succeeds means it recovered");
 	}
+	sb_printf(&ev, ",\"retry\":%s,\"retries\":%u", retry ? "true" : "false",
+		  p ? p->retries : 0);
 	sb_putc(&ev, '}');
+	if (retry)
+		sb_printf(&msg, "retry %u, %.1f ms after the previous failure: ",
+			  p->retries, gap_ms);
 	sb_printf(&msg, "%s of %" PRIu64 " bytes (%s) failed on device %d in pid "
 			"%u (%s): %s; %s live in %" PRIu64
 			" allocations, largest known free hole %s; called from %s",
 		  api, e->size, fmt_bytes(e->size, b1, sizeof(b1)), e->device,
 		  e->pid, e->comm, errname, fmt_bytes(live, b2, sizeof(b2)),
 		  ap ? ap->live_count : 0, fmt_bytes(fs.largest_hole, b3, sizeof(b3)),
-		  fn[0] ? fn : "(no stack)");
+		  fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)");
 	det_alert_publish(o->host, o->inst, (uint32_t)o->alert_type, &subj,
-			  NT_SEV_CRITICAL, sb_str(&msg), sb_str(&ev));
+			  retry ? NT_SEV_INFO : NT_SEV_CRITICAL, sb_str(&msg),
+			  sb_str(&ev));
 	now = mono_now_ns();
 	if (now >= e->ts)
 		o->host->metric_set(o->m_lat, NULL, (double)(now - e->ts) / 1e9);

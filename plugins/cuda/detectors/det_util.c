@@ -236,6 +236,23 @@ const char *stack_user_frame(const char *stack, char *out, size_t len)
 	return stack_caller(stack, NULL, out, len);
 }
 
+const char *short_fn(const char *fn, char *buf, size_t len)
+{
+	static const char anon[] = "(anonymous namespace)";
+	size_t o = 0;
+
+	if (!len)
+		return buf;
+	for (size_t i = 0; fn && fn[i] && o + 1 < len;) {
+		if (fn[i] == '(' && strncmp(fn + i, anon, sizeof(anon) - 1) != 0 &&
+		    i > 0 && strncmp(fn + (i >= 8 ? i - 8 : 0), "operator", i >= 8 ? 8 : 0) != 0)
+			break;
+		buf[o++] = fn[i++];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 uint64_t mono_now_ns(void)
 {
 	struct timespec ts;

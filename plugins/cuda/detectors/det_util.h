@@ -55,6 +55,11 @@ const char *stack_caller(const char *stack, const char *skip, char *out,
 			 size_t len);
 const char *stack_user_frame(const char *stack, char *out, size_t len);
 
+/* A function name for a one-line message: the demangled name without its
+ * parameter list ("ns::f(int, char*) const" -> "ns::f"); "(anonymous
+ * namespace)" stays. Writes into buf, returns it. */
+const char *short_fn(const char *fn, char *buf, size_t len);
+
 uint64_t mono_now_ns(void);
 
 /* Process state from /proc/PID/stat: 1 runs (any state but zombie/dead),

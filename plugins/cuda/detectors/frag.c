@@ -206,6 +206,16 @@ const char *frag_reading(const struct frag_stats *s, char *buf, size_t len)
 
 	fmt_bytes(s->free_bytes, fb, sizeof(fb));
 	fmt_bytes(s->largest_hole, lb, sizeof(lb));
+	if (s->paged && s->holes) {
+		snprintf(buf, len,
+			 "%s (address space only): %s of freed addresses in %llu "
+			 "holes, largest %s; the driver maps pages behind "
+			 "addresses, so these holes hold no memory and do not "
+			 "make large allocations fail",
+			 frag_level_name(frag_level_of(s->score)), fb,
+			 (unsigned long long)s->holes, lb);
+		return buf;
+	}
 	switch (frag_level_of(s->score)) {
 	case FRAG_HIGH:
 		snprintf(buf, len,

@@ -45,6 +45,10 @@ struct frag_stats {
 	double external;           /* 0..1 */
 	double free_ratio;         /* free / span */
 	double score;              /* 0..100 */
+	/* set by the caller: the allocator maps pages behind virtual
+	 * addresses (cudaMalloc on a real driver), so the holes hold no
+	 * memory; changes the reading only */
+	bool paged;
 };
 
 /* v sorted by ptr (overlaps are tolerated: they count once). */
