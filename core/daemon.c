@@ -34,6 +34,20 @@ static const struct nt_schema proc_exit_schema = {
 	.min_size = sizeof(struct nt_proc_exit),
 };
 
+static const struct nt_field proc_exec_fields[] = {
+	NT_FIELD(struct nt_proc_exec, old_tid, NT_F_U32, "",
+		 "thread id of the exec'ing thread before the exec"),
+	NT_FIELD(struct nt_proc_exec, filename, NT_F_STR, "", "the program executed"),
+};
+
+static const struct nt_schema proc_exec_schema = {
+	.name = "proc.exec",
+	.desc = "a traced process replaced its program image",
+	.fields = proc_exec_fields,
+	.n_fields = NT_ARRAY_LEN(proc_exec_fields),
+	.min_size = sizeof(struct nt_proc_exec),
+};
+
 static const char *const self_inst_labels[] = {"plugin"};
 static const char *const self_drop_labels[] = {"stage", "plugin"};
 static const char *const self_state_labels[] = {"plugin", "kind", "state"};
@@ -491,16 +505,18 @@ static void on_exits(struct ev_loop *loop, ev_io *w, int revents)
 	nt_targets_drain(&d->targets);
 }
 
-static int publish_exit(void *ctx, void *data, size_t size)
+/* Records of the core's follow program: proc.exit and proc.exec. Either
+ * way the process's cached symbols are stale. */
+static int publish_follow(void *ctx, void *data, size_t size)
 {
 	struct nt_daemon *d = ctx;
 	const struct nt_event_hdr *ev = data;
 
-	if (size < sizeof(struct nt_proc_exit))
+	if (size < sizeof(*ev) || ev->size > size)
 		return 0;
+	nt_symbolizer_forget(&d->sym, ev->pid);
 	d->core.events_in++;
 	nt_bus_publish(&d->bus, ev);
-	nt_symbolizer_forget(&d->sym, ev->pid);
 	return 0;
 }
 
@@ -542,8 +558,8 @@ static int setup_targets(struct nt_daemon *d)
 			       d->opt.pids[i]);
 			return 2;
 		}
-	if (nt_targets_open(&d->targets, filtered, d->exit_type, publish_exit, d,
-			    why, sizeof(why))) {
+	if (nt_targets_open(&d->targets, filtered, d->exit_type, d->exec_type,
+			    publish_follow, d, why, sizeof(why))) {
 		nt_log(NT_LOG_ERROR, NULL, "%s", why);
 		return 1;
 	}
@@ -620,6 +636,9 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 	register_self_metrics(d);
 	d->exit_type = (uint32_t)nt_bus_register(&d->bus, &d->core,
 						 &proc_exit_schema,
+						 &(const char *){NULL});
+	d->exec_type = (uint32_t)nt_bus_register(&d->bus, &d->core,
+						 &proc_exec_schema,
 						 &(const char *){NULL});
 	if (!opt->verbose)
 		libbpf_set_print(libbpf_to_log);

@@ -77,7 +77,7 @@ struct nt_daemon {
 	struct nt_instance core; /* publishes proc.exit, owns self-metrics */
 	int64_t wall_offset_ns;
 	uint64_t start_mono_ns;
-	uint32_t exit_type;
+	uint32_t exit_type, exec_type;
 	uint64_t bus_drops_synced;
 	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build;
 	pid_t child;

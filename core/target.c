@@ -25,8 +25,8 @@ static bool tp_btf_works(void)
 	return access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 }
 
-static int load_follow(struct nt_targets *t, uint32_t exit_type, char *why,
-		       size_t why_len)
+static int load_follow(struct nt_targets *t, uint32_t exit_type,
+		       uint32_t exec_type, char *why, size_t why_len)
 {
 	bool btf = tp_btf_works();
 	int err;
@@ -38,11 +38,14 @@ static int load_follow(struct nt_targets *t, uint32_t exit_type, char *why,
 		return -1;
 	}
 	t->skel->rodata->exit_type = exit_type;
+	t->skel->rodata->exec_type = exec_type;
 	t->skel->rodata->nt_filter_on = true;
 	bpf_program__set_autoload(t->skel->progs.follow_fork_btf, btf);
 	bpf_program__set_autoload(t->skel->progs.follow_exit_btf, btf);
 	bpf_program__set_autoload(t->skel->progs.follow_fork_raw, !btf);
 	bpf_program__set_autoload(t->skel->progs.follow_exit_raw, !btf);
+	bpf_program__set_autoload(t->skel->progs.follow_exec_btf, btf);
+	bpf_program__set_autoload(t->skel->progs.follow_exec_raw, !btf);
 	if ((err = bpf_map__reuse_fd(t->skel->maps.nt_targets, t->map_fd)) ||
 	    (err = follow_bpf__load(t->skel)) || (err = follow_bpf__attach(t->skel))) {
 		snprintf(why, why_len,
@@ -54,7 +57,8 @@ static int load_follow(struct nt_targets *t, uint32_t exit_type, char *why,
 }
 
 int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
-		    nt_exit_fn on_exit, void *ctx, char *why, size_t why_len)
+		    uint32_t exec_type, nt_exit_fn on_record, void *ctx, char *why,
+		    size_t why_len)
 {
 	memset(t, 0, sizeof(*t));
 	t->map_fd = -1;
@@ -70,9 +74,9 @@ int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
 			 strerror(errno));
 		return -1;
 	}
-	if (load_follow(t, exit_type, why, why_len))
+	if (load_follow(t, exit_type, exec_type, why, why_len))
 		return -1;
-	t->exits = ring_buffer__new(bpf_map__fd(t->skel->maps.exits), on_exit,
+	t->exits = ring_buffer__new(bpf_map__fd(t->skel->maps.exits), on_record,
 				    ctx, NULL);
 	if (!t->exits) {
 		snprintf(why, why_len, "cannot open the exit ring buffer: %s",

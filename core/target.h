@@ -26,10 +26,12 @@ struct nt_targets {
 	size_t n_pids, cap_pids;
 };
 
-/* Create the map and load the follow program when `filtered`. exit_type is
- * the proc.exit type id; on_exit receives its records. */
+/* Create the map and load the follow program when `filtered`. exit_type
+ * and exec_type are the proc.exit and proc.exec type ids; on_record
+ * receives both kinds of records. */
 int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
-		    nt_exit_fn on_exit, void *ctx, char *why, size_t why_len);
+		    uint32_t exec_type, nt_exit_fn on_record, void *ctx,
+		    char *why, size_t why_len);
 int nt_targets_add(struct nt_targets *t, uint32_t pid);
 bool nt_targets_contains(const struct nt_targets *t, uint32_t pid);
 /* Epoll fd of the exit ring buffer, -1 when host-wide. */

@@ -18,6 +18,7 @@ struct {
 } exits SEC(".maps");
 
 const volatile __u32 exit_type = 0;
+const volatile __u32 exec_type = 0;
 
 static __always_inline int on_fork(struct task_struct *parent,
 				   struct task_struct *child)
@@ -54,6 +55,39 @@ static __always_inline int on_exit(struct task_struct *task)
 	rec->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	bpf_ringbuf_submit(rec, 0);
 	return 0;
+}
+
+static __always_inline int on_exec(pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct nt_proc_exec *rec;
+
+	if (!bpf_map_lookup_elem(&nt_targets, &tgid))
+		return 0;
+	rec = nt_reserve(&exits, sizeof(*rec));
+	if (!rec)
+		return 0;
+	nt_hdr_current(&rec->hdr, exec_type, sizeof(*rec));
+	rec->old_tid = old_pid;
+	rec->pad = 0;
+	bpf_probe_read_kernel_str(rec->filename, sizeof(rec->filename),
+				  BPF_CORE_READ(bprm, filename));
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(follow_exec_btf, struct task_struct *task, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	return on_exec(old_pid, bprm);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(follow_exec_raw, struct task_struct *task, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	return on_exec(old_pid, bprm);
 }
 
 SEC("tp_btf/sched_process_fork")

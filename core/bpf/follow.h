@@ -11,4 +11,13 @@ struct nt_proc_exit {
 	uint32_t ppid;
 };
 
+/* proc.exec: a traced process replaced its image (symbol caches are stale). */
+#define NT_EXEC_FILENAME_LEN 128
+struct nt_proc_exec {
+	struct nt_event_hdr hdr;
+	uint32_t old_tid; /* the exec'ing thread before it became the leader */
+	uint32_t pad;
+	char filename[NT_EXEC_FILENAME_LEN];
+};
+
 #endif

@@ -106,11 +106,14 @@ cat >"$T/child.conf" <<C
 plugins = ( { plugin = "sched"; }, { plugin = "file"; path = "$T/child.jsonl"; metrics = true; } );
 C
 expect 0 "target pid [0-9]+ exited with status 7" -- -c "$T/child.conf" -- sh -c 'exit 7'
-python3 - "$T/child.jsonl" <<'PY' && pass "proc.exit carries exit status 7" || fail "proc.exit status"
+python3 - "$T/child.jsonl" <<'PY' && pass "proc.exec of the child, proc.exit with status 7" || fail "proc.exit status"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 ex = [e for e in ev if e["type"] == "proc.exit"]
 assert len(ex) == 1 and ex[0]["exit_code"] >> 8 == 7, ex
+execs = [e for e in ev if e["type"] == "proc.exec"]
+assert len(execs) == 1 and execs[0]["filename"].endswith("sh"), execs
+assert execs[0]["pid"] == ex[0]["pid"], (execs, ex)
 PY
 
 # SIGTERM mid-run: exit 0, every line whole and valid JSON.
