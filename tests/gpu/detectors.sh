@@ -7,7 +7,8 @@
 #   oom    a request for twice the card's memory: alert.cuda_oom
 #   clean  a clean training loop for 60 s: no alert at all
 #   frag   PYTORCH_NO_CUDA_MEMORY_CACHING=1 blocks with holes: the memory
-#          timeline picture of a real run (frag.svg, and clean.svg)
+#          timeline picture of a real run (frag-dev0.svg; clean-dev0.svg and
+#          leak-dev0.svg too)
 #
 #   tests/gpu/detectors.sh [BUNDLE] [OUTDIR] [SCENARIO...]
 #
@@ -43,7 +44,7 @@ plugins = (
   { plugin = "cuda_oom"; recent = 8; },
   { plugin = "cuda_errors"; interval_ms = 10000; max_alerts = 20; },
   { plugin = "cuda_frag"; interval_ms = 1000; threshold = 70.0;
-    svg_path = "$W/$1.svg"; },
+    svg_path = "$W/$1-dev%d.svg"; },
   { plugin = "cuda_hang"; timeout_ms = 30000; interval_ms = 1000; },
   { plugin = "file"; path = "$W/$1.jsonl"; metrics = true; interval = 1;
     events = [ "alert.*", "cuda_memleak.report", "cuda.alloc", "cuda.free",
@@ -80,10 +81,10 @@ for s in $SCEN; do
 	frag) PYTORCH_NO_CUDA_MEMORY_CACHING=1 run frag "$PY" "$HERE/detectors_workload.py" frag ;;
 	esac
 	"$PY" "$HERE/detectors_check.py" "$s" "$W" || status=1
-	cp "$W/$s.svg" "$O/" 2>/dev/null
+	case $s in leak|clean|frag) cp "$W/$s-dev0.svg" "$O/" 2>/dev/null ;; esac
 done
 
 echo "### result: $([ $status = 0 ] && echo PASS || echo FAIL)"
-tar -C "$W" -czf "$O/detectors-files.tgz" --exclude='*.svg' . 2>/dev/null
+tar -C "$W" -czf "$O/detectors-files.tgz" . 2>/dev/null
 rm -rf "$W"
 exit $status

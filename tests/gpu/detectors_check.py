@@ -130,7 +130,7 @@ elif scen == "clean":
     for r in rep:
         print("  exit report: " + r["text"].replace("\n", "\n    "))
 elif scen == "frag":
-    if not os.path.exists(os.path.join(w, "frag.svg")):
+    if not os.path.exists(os.path.join(w, "frag-dev0.svg")):
         bad("no picture")
     # the default "paged" model: holes in the driver's address space hold
     # no memory; measured and drawn, not alerted
