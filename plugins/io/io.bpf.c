@@ -77,6 +77,15 @@ struct {
 	__type(value, __u8);
 } devs SEC(".maps");
 
+/* Per-CPU count of requests issued whose completion the tracepoint never
+ * reported (found when blk-mq hands their struct out again). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} unseen SEC(".maps");
+
 /* Per-CPU count of `stats` insertions that failed (map full). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -144,6 +153,14 @@ static __always_inline struct io_req *req_get(struct request *rq,
 	 * its struct request. */
 	if (r && !at_creation)
 		return r;
+	if (r && r->counted && !r->skip) {
+		/* Issued, then freed without a completion we saw. */
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&unseen, &zero);
+
+		if (n)
+			*n += 1;
+	}
 	id = bpf_get_current_pid_tgid();
 	if (!nt_target_ok(id >> 32) || !dev_ok(rq)) {
 		if (!at_creation)

@@ -145,7 +145,7 @@ static const char *const lbl_proc[] = { "pid", "comm", "dev", "device", "op" };
 
 enum {
 	M_REQS, M_BYTES, M_SMALL, M_QUEUE, M_SERVICE, M_SIZE, M_SLOW,
-	M_P_REQS, M_P_BYTES, M_P_QUEUE, M_P_SERVICE, M_COUNT
+	M_P_REQS, M_P_BYTES, M_P_QUEUE, M_P_SERVICE, M_UNSEEN, M_COUNT
 };
 
 #define DEV_C(n, h) { .name = n, .help = h, .type = NT_METRIC_COUNTER,        \
@@ -183,6 +183,11 @@ static const struct nt_metric_desc io_metrics[M_COUNT] = {
 			     "Queue time, by issuing process"),
 	[M_P_SERVICE] = PROC_H("ntcore_io_process_service_seconds",
 			       "Service time, by issuing process"),
+	[M_UNSEEN] = { .name = "ntcore_io_untimed_requests_total",
+		       .help = "Requests issued whose completion the kernel's "
+			       "block_rq_complete tracepoint never reported "
+			       "(counted, not timed)",
+		       .type = NT_METRIC_COUNTER },
 };
 
 /* ---- state ------------------------------------------------------------ */
@@ -353,7 +358,7 @@ static int io_init(struct nt_instance *inst, const struct nt_host *host,
 		return -EEXIST;
 	}
 	for (int i = 0; i < M_COUNT; i++) {
-		if (!cfg->per_process && i >= M_P_REQS)
+		if (!cfg->per_process && i >= M_P_REQS && i <= M_P_SERVICE)
 			continue;
 		st->m[i] = host->metric_register(inst, &io_metrics[i]);
 		if (!st->m[i]) {
@@ -687,6 +692,8 @@ static void io_tick(struct io_state *st, bool final)
 				      "are not counted");
 		st->full_reported = full;
 	}
+	st->host->metric_set(st->m[M_UNSEEN], NULL,
+			     (double)percpu_sum(st, bpf_map__fd(st->skel->maps.unseen)));
 	io_collect_slowest(st);
 	io_collect(st, !final, report ? &devs : NULL, &n_devs,
 		   report ? &procs : NULL, &n_procs);
