@@ -136,7 +136,7 @@ run_mode() { # MODE PROTO ROUNDS -> seconds on stdout
 	esac
 	t=$("$T/netbench" "$proto" "$rounds" 64)
 	case $mode in
-	ntcore) record_cost ntcore '^net_(send|recv)$' ;;
+	ntcore) record_cost ntcore '^net_(send|recv|data_ready|state|retransmit|reset_sent|reset_recv)$' ;;
 	bpftrace) record_cost bpftrace '^sock_(send|recv)_lengt' ;;
 	esac
 	[ "$mode" = base ] || stop_bg

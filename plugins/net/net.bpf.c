@@ -335,11 +335,22 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 		 * process to send or receive on it owns it. */
 		set_owner_current(c);
 	}
+	if (!c->open_sent && proto == NET_PROTO_UDP) {
+		__u16 rport = c->rport;
+		__u8 raddr[16];
+
+		/* Refresh the local side (bound by now); keep a peer heard
+		 * from on an unconnected socket. */
+		__builtin_memcpy(raddr, c->raddr, 16);
+		fill_tuple(c, sk);
+		if (!sk->__sk_common.skc_dport && rport) {
+			__builtin_memcpy(c->raddr, raddr, 16);
+			c->rport = rport;
+		}
+	}
 	if (!c->open_sent) {
 		c->open_sent = 1;
 		just_opened = true;
-		if (proto == NET_PROTO_UDP)
-			fill_tuple(c, sk);
 		emit(c, cookie, ev_open_type, NET_EV_OPEN, 0,
 		     c->ts_open ? c->ts_open : bpf_ktime_get_ns(), 0, 0);
 	}
@@ -390,6 +401,66 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 		__sync_fetch_and_add(&p->rx_packets, d_in);
 	if (just_opened)
 		__sync_fetch_and_add(&p->opened, 1);
+	return 0;
+}
+
+/*
+ * A datagram was queued on a UDP socket (softirq): for an unconnected
+ * socket we trace, the peer becomes the source of that datagram, the one
+ * at the tail of the receive queue. So a UDP server's flow shows the client
+ * it last heard from.
+ */
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(net_data_ready, const struct sock *sk)
+{
+	struct sk_buff *skb;
+	unsigned char *head;
+	struct net_conn *c;
+	__u16 nh, th, port;
+	__u64 cookie;
+	__u8 b0 = 0;
+
+	if (!sk || sk->sk_protocol != NET_PROTO_UDP || sk->__sk_common.skc_dport)
+		return 0;
+	if (!sk_proto(sk))
+		return 0;
+	cookie = bpf_get_socket_cookie((void *)sk);
+	c = bpf_map_lookup_elem(&conns, &cookie);
+	if (!c) {
+		/* The first datagram: the flow starts now; its owner is the
+		 * first process to receive (or send) on the socket. */
+		struct net_conn n = {};
+
+		if (!ports_ok(sk))
+			return 0;
+		n.proto = NET_PROTO_UDP;
+		n.role = NET_ROLE_SOCKET;
+		n.ts_open = bpf_ktime_get_ns();
+		fill_tuple(&n, sk);
+		c = conn_insert(cookie, &n);
+		if (!c)
+			return 0;
+	}
+	skb = BPF_CORE_READ(sk, sk_receive_queue.prev);
+	if (!skb || (void *)skb == (void *)&sk->sk_receive_queue)
+		return 0;
+	head = BPF_CORE_READ(skb, head);
+	nh = BPF_CORE_READ(skb, network_header);
+	th = BPF_CORE_READ(skb, transport_header);
+	if (bpf_probe_read_kernel(&b0, 1, head + nh))
+		return 0;
+	if ((b0 >> 4) == 4) {
+		__be32 a = 0;
+
+		bpf_probe_read_kernel(&a, 4, head + nh + 12);
+		v4_mapped(c->raddr, a);
+	} else if ((b0 >> 4) == 6) {
+		bpf_probe_read_kernel(c->raddr, 16, head + nh + 8);
+	} else {
+		return 0;
+	}
+	if (!bpf_probe_read_kernel(&port, 2, head + th))
+		c->rport = bpf_ntohs(port);
 	return 0;
 }
 
@@ -642,11 +713,18 @@ int net_sock_release(struct bpf_sock *ctx)
 		return 1;
 	if (c->proto == NET_PROTO_UDP) {
 		struct net_proc *p = owner_proc(c);
+		__u64 now = bpf_ktime_get_ns();
 
+		if (!c->pid && nt_filter_on) {
+			/* Data arrived, but no traced process ever used it. */
+			bpf_map_delete_elem(&conns, &cookie);
+			return 1;
+		}
+		if (!c->open_sent) /* host-wide, never read: no owner */
+			emit(c, cookie, ev_open_type, NET_EV_OPEN, 0, c->ts_open, 0, 0);
 		if (p)
 			__sync_fetch_and_add(&p->closed, 1);
-		emit(c, cookie, ev_close_type, NET_EV_CLOSE, 1,
-		     bpf_ktime_get_ns(), 0, 0);
+		emit(c, cookie, ev_close_type, NET_EV_CLOSE, 1, now, 0, 0);
 		bpf_map_delete_elem(&conns, &cookie);
 	}
 	return 1;

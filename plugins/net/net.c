@@ -790,6 +790,8 @@ static int net_attach(void *state)
 		{ "tcp_send_reset", offsetof(struct net_bpf, progs.net_reset_sent) },
 		{ "tcp_receive_reset", offsetof(struct net_bpf, progs.net_reset_recv) },
 	};
+	if (!cfg->udp || !kernel_has_tp(vmlinux, "sk_data_ready"))
+		bpf_program__set_autoload(st->skel->progs.net_data_ready, false);
 	for (size_t i = 0; i < NT_ARRAY_LEN(optional); i++) {
 		struct bpf_program *p =
 			*(struct bpf_program **)((char *)st->skel + optional[i].off);

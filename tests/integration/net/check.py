@@ -47,13 +47,15 @@ def main():
             fail("%s %s of the %s: laddr %s, expected %s" % (proto, etype, who, e["laddr"], local))
         return e
 
-    # The receiver of an unconnected UDP server socket has no fixed peer.
+    # The receiver's UDP socket is unconnected: its peer is the source of
+    # the last datagram it received, which is the sender.
     s_lport, r_lport = snd["lport"], rcv["lport"]
-    r_rport = s_lport if proto == "tcp" else 0
+    r_rport = s_lport
     so, sc = one("net.open", "sender", s_lport, port), one("net.conn", "sender", s_lport, port)
     ro, rc = one("net.open", "receiver", r_lport, r_rport), one("net.conn", "receiver", r_lport, r_rport)
-    if sc["raddr"] != local:
-        fail("sender's raddr %s, expected %s" % (sc["raddr"], local))
+    for e, who in ((sc, "sender"), (rc, "receiver")):
+        if e["raddr"] != local:
+            fail("%s's raddr %s, expected %s" % (who, e["raddr"], local))
     for e, who in ((sc, "sender"), (rc, "receiver")):
         if e["closed"] is not True:
             fail("%s net.conn of the %s is not closed: %s" % (proto, who, e))
