@@ -262,8 +262,25 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 			fmt_bytes(fs->free_bytes, b1, sizeof(b1)),
 			fmt_bytes(fs->largest_hole, b2, sizeof(b2)),
 			fmt_bytes(fs->span, line + 400, 32));
-		fprintf(f, "<text x=\"%d\" y=\"62\" fill=\"%s\">%s</text>\n", PL,
-			fs->score >= 70 ? "#b00000" : "#333333", sb_str(&sb));
+		{
+			/* the reading on one or two lines (split at "; " or ": ") */
+			const char *r = sb_str(&sb), *cut = NULL;
+			size_t n = strlen(r);
+
+			if (n > 150) {
+				for (const char *q = r + 60; q < r + n - 20; q++)
+					if ((q[0] == ';' || q[0] == ':') && q[1] == ' ' &&
+					    q - r <= 150 && !memchr(q - 6, '&', 6))
+						cut = q + 1;
+			}
+			fprintf(f, "<text x=\"%d\" y=\"62\" fill=\"%s\">%.*s</text>\n", PL,
+				fs->score >= 70 ? "#b00000" : "#333333",
+				(int)(cut ? (size_t)(cut - r) : n), r);
+			if (cut)
+				fprintf(f, "<text x=\"%d\" y=\"77\" fill=\"%s\">%s</text>\n",
+					PL + 12, fs->score >= 70 ? "#b00000" : "#333333",
+					cut + 1);
+		}
 		sb_reset(&sb);
 	}
 	/* plot frame */
@@ -351,9 +368,10 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 			   "stroke-dasharray=\"2,2\"><title>worst fragmentation: score "
 			   "%.0f, %" PRIu64 " holes</title></line>\n",
 			x, PT, x, PT + H, fs->score, fs->holes);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"10\" fill=\"#555555\" "
-			   "text-anchor=\"middle\">worst: score %.0f</text>\n",
-			x, PT + H + 48, fs->score);
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" fill=\"#555555\" "
+			   "text-anchor=\"%s\">worst: score %.0f</text>\n",
+			x + (x > PL + W - 120 ? -4 : 4), PT + 12,
+			x > PL + W - 120 ? "end" : "start", fs->score);
 	}
 	/* time axis */
 	{
