@@ -10,7 +10,8 @@ build=${BUILD:-build}
 status=0
 meson test -C "$build" --print-errorlogs --num-processes 1 "$@" || status=1
 cp "$build/meson-logs/testlog.json" "$build/meson-logs/testlog-main.json" 2>/dev/null
-meson test -C "$build" --setup valgrind --suite unit --print-errorlogs --num-processes 2 || status=1
+# Tests that already run under valgrind (suite valgrind) are not wrapped twice.
+meson test -C "$build" --setup valgrind --suite unit --no-suite valgrind --print-errorlogs --num-processes 2 || status=1
 
 python3 - "$build/meson-logs/testlog-main.json" "$build/meson-logs/testlog-valgrind.json" <<'PY'
 import json, sys
