@@ -505,6 +505,24 @@ static void on_exits(struct ev_loop *loop, ev_io *w, int revents)
 	nt_targets_drain(&d->targets);
 }
 
+/* A -p target's exit is worth a line: the user named it. Probes keep its
+ * counters and tracing goes on for the other targets until the run ends. */
+static void log_pid_target_exit(struct nt_daemon *d, const struct nt_proc_exit *ex)
+{
+	for (size_t i = 0; i < d->opt.n_pids; i++) {
+		if (d->opt.pids[i] != ex->hdr.pid)
+			continue;
+		if (WIFSIGNALED(ex->exit_code))
+			nt_log(NT_LOG_INFO, NULL,
+			       "target pid %u (%.16s) was killed by signal %d; tracing goes on",
+			       ex->hdr.pid, ex->hdr.comm, WTERMSIG(ex->exit_code));
+		else
+			nt_log(NT_LOG_INFO, NULL,
+			       "target pid %u (%.16s) exited with status %d; tracing goes on",
+			       ex->hdr.pid, ex->hdr.comm, WEXITSTATUS(ex->exit_code));
+	}
+}
+
 /* Records of the core's follow program: proc.exit and proc.exec. Either
  * way the process's cached symbols are stale. */
 static int publish_follow(void *ctx, void *data, size_t size)
@@ -515,6 +533,8 @@ static int publish_follow(void *ctx, void *data, size_t size)
 	if (size < sizeof(*ev) || ev->size > size)
 		return 0;
 	nt_symbolizer_forget(&d->sym, ev->pid);
+	if (ev->type == d->exit_type)
+		log_pid_target_exit(d, (const struct nt_proc_exit *)ev);
 	d->core.events_in++;
 	nt_bus_publish(&d->bus, ev);
 	return 0;
