@@ -3,9 +3,13 @@
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* From the C++ runtime (libstdc++), callable from C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
@@ -20,6 +24,8 @@ struct sym_entry {
 	uint64_t offset;
 	uint32_t line;
 	int err;
+	bool no_module;   /* a miss: no mapped object covers addr */
+	uint32_t gen;     /* maps generation a miss was seen in */
 };
 
 struct nt_sym_proc {
@@ -27,6 +33,8 @@ struct nt_sym_proc {
 	Dwfl *dwfl;
 	uint64_t last_use;
 	uint64_t refreshed_ns;
+	uint64_t maps_hash;      /* of /proc/PID/maps at the last report */
+	uint32_t maps_gen;       /* bumped whenever the maps changed */
 	struct sym_entry *slots; /* open addressing on addr */
 	size_t n, cap;
 };
@@ -87,13 +95,57 @@ void nt_symbolizer_forget(struct nt_symbolizer *s, uint32_t pid)
 		}
 }
 
-static int proc_report(struct nt_sym_proc *p)
+/* FNV-1a of /proc/PID/maps: whether the process mapped or unmapped
+ * anything since the last look, for the price of one read. */
+static int maps_hash(uint32_t pid, uint64_t *out)
 {
-	dwfl_report_begin(p->dwfl);
+	char path[64], buf[65536];
+	uint64_t h = 1469598103934665603ull;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			h = (h ^ (uint8_t)buf[i]) * 1099511628211ull;
+	close(fd);
+	*out = h;
+	return n < 0 ? -ESRCH : 0;
+}
+
+/* Report the process's modules. After the first time modules already known
+ * are kept (dwfl_report_begin_add): re-reading libtorch_cuda.so's symbol
+ * table costs about a second, a new library only its own. */
+static int proc_report(struct nt_sym_proc *p, bool first)
+{
+	if (first)
+		dwfl_report_begin(p->dwfl);
+	else
+		dwfl_report_begin_add(p->dwfl);
 	int err = dwfl_linux_proc_report(p->dwfl, (pid_t)p->pid);
 	dwfl_report_end(p->dwfl, NULL, NULL);
 	p->refreshed_ns = now_ns();
 	return err;
+}
+
+/* On a miss, at most every REFRESH_NS: re-report only if the maps changed.
+ * Returns -ESRCH when the process is gone. */
+static int proc_refresh(struct nt_sym_proc *p)
+{
+	uint64_t hash;
+
+	if (now_ns() - p->refreshed_ns <= REFRESH_NS)
+		return 0;
+	p->refreshed_ns = now_ns();
+	if (maps_hash(p->pid, &hash))
+		return -ESRCH;
+	if (hash == p->maps_hash)
+		return 0;
+	p->maps_hash = hash;
+	p->maps_gen++;
+	return proc_report(p, false) ? -ESRCH : 0;
 }
 
 static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
@@ -115,7 +167,7 @@ static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
 	p->pid = pid;
 	p->last_use = ++s->clock;
 	p->dwfl = dwfl_begin(&proc_callbacks);
-	if (!p->dwfl || proc_report(p) != 0) {
+	if (!p->dwfl || maps_hash(pid, &p->maps_hash) || proc_report(p, true) != 0) {
 		proc_free(p);
 		return NULL;
 	}
@@ -143,18 +195,22 @@ static void resolve(struct nt_sym_proc *p, uint64_t addr, struct sym_entry *e)
 	GElf_Off offset = 0;
 	GElf_Sym sym;
 
-	if (!mod && now_ns() - p->refreshed_ns > REFRESH_NS) {
-		/* A library loaded after our last look at the maps. */
-		if (proc_report(p) != 0) {
+	if (!mod) {
+		/* Perhaps a library loaded after our last look at the maps. */
+		if (proc_refresh(p)) {
 			e->err = -ESRCH;
 			return;
 		}
 		mod = dwfl_addrmodule(p->dwfl, addr);
 	}
-	e->err = -ENOENT;
-	if (!mod)
-		return; /* not cached: the library may appear later */
 	e->addr = addr;
+	e->err = -ENOENT;
+	/* A miss is cached until the maps change (JIT code, anonymous
+	 * executable memory): retrying each time would re-read the maps. */
+	e->no_module = !mod;
+	e->gen = p->maps_gen;
+	if (!mod)
+		return;
 	const char *module = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL,
 					      NULL, NULL);
 	e->module = module ? strdup(module) : NULL;
@@ -218,15 +274,17 @@ int nt_symbolize(struct nt_symbolizer *s, uint32_t pid, uint64_t addr,
 	struct sym_entry *e = cache_slot(p, addr);
 	if (!e)
 		return -ENOMEM;
-	if (!e->addr) {
+	bool fresh = !e->addr;
+	/* A cached miss is looked up again once the maps have changed. */
+	int err = !fresh && e->no_module ? proc_refresh(p) : 0;
+	if (!err && (fresh || (e->no_module && e->gen != p->maps_gen))) {
 		resolve(p, addr, e);
-		if (e->err == -ESRCH) {
-			nt_symbolizer_forget(s, pid);
-			return -ESRCH;
-		}
-		if (!e->addr)
-			return e->err;
-		p->n++;
+		err = e->err == -ESRCH ? -ESRCH : 0;
+		p->n += fresh && !err;
+	}
+	if (err) {
+		nt_symbolizer_forget(s, pid);
+		return err;
 	}
 	out->name = e->name;
 	out->offset = e->offset;
