@@ -8,7 +8,9 @@
 #define NTCORE_BPF_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -39,12 +41,14 @@ static inline int nt_bpf_use_targets(const struct nt_host *host,
 	return 0;
 }
 
-/* Sum of a one-slot per-CPU u64 array (the `nt_drops` map). */
-static inline uint64_t nt_bpf_percpu_sum(int map_fd)
+/*
+ * Sum over the CPUs of slot `key` of a per-CPU u64 array (0 when the
+ * lookup fails or memory runs out).
+ */
+static inline uint64_t nt_bpf_percpu_sum_at(int map_fd, uint32_t key)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t total = 0;
-	uint32_t zero = 0;
 	uint64_t *vals;
 
 	if (ncpu <= 0)
@@ -52,11 +56,53 @@ static inline uint64_t nt_bpf_percpu_sum(int map_fd)
 	vals = calloc((size_t)ncpu, sizeof(*vals));
 	if (!vals)
 		return 0;
-	if (bpf_map_lookup_elem(map_fd, &zero, vals) == 0)
+	if (bpf_map_lookup_elem(map_fd, &key, vals) == 0)
 		for (int i = 0; i < ncpu; i++)
 			total += vals[i];
 	free(vals);
 	return total;
+}
+
+/* Sum of a one-slot per-CPU u64 array (the `nt_drops` map). */
+static inline uint64_t nt_bpf_percpu_sum(int map_fd)
+{
+	return nt_bpf_percpu_sum_at(map_fd, 0);
+}
+
+/*
+ * After load: open a libbpf ring buffer on `map` (records go to
+ * `cb(ctx, data, size)`) and hand its epoll fd to the core's loop, so that
+ * `poll(state, token, ...)` runs when records are waiting. On success
+ * `*out` holds the ring buffer (free it with ring_buffer__free in detach)
+ * and 0 is returned; on failure the error is logged, nothing is left open,
+ * `*out` is NULL and a negative errno is returned.
+ */
+static inline int nt_bpf_ring_open(const struct nt_host *host,
+				   struct nt_instance *inst,
+				   const struct bpf_map *map,
+				   ring_buffer_sample_fn cb, void *ctx,
+				   uint32_t token, struct ring_buffer **out)
+{
+	struct ring_buffer *rb;
+	int err;
+
+	*out = NULL;
+	rb = ring_buffer__new(bpf_map__fd(map), cb, ctx, NULL);
+	if (!rb) {
+		err = errno ? -errno : -ENOMEM;
+		host->log(inst, NT_LOG_ERROR, "cannot open the ring buffer: %s",
+			  strerror(-err));
+		return err;
+	}
+	err = host->watch_fd(inst, ring_buffer__epoll_fd(rb), token);
+	if (err) {
+		host->log(inst, NT_LOG_ERROR, "cannot watch the ring buffer: %s",
+			  strerror(-err));
+		ring_buffer__free(rb);
+		return err < 0 ? err : -EINVAL;
+	}
+	*out = rb;
+	return 0;
 }
 
 /*

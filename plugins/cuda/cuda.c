@@ -1636,13 +1636,10 @@ static int cuda_attach(void *state)
 			c->host->log(c->inst, NT_LOG_WARN,
 				     "library discovery tracepoint %d not attached: %s; libraries loaded later may be missed",
 				     i, strerror(errno));
-	c->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, c, NULL);
-	if (!c->rb) {
-		err = -errno;
-		c->host->log(c->inst, NT_LOG_ERROR, "cannot create the ring buffer: %s",
-			     strerror(-err));
+	err = nt_bpf_ring_open(c->host, c->inst, s->maps.events, on_record, c,
+			       TOK_RING, &c->rb);
+	if (err)
 		goto fail;
-	}
 
 	/* Discovery: well-known files, then what the targets (or every
 	 * process, host-wide) have mapped now. */
@@ -1661,9 +1658,6 @@ static int cuda_attach(void *state)
 			scan_pid(c, pids[i]);
 		}
 	}
-	err = c->host->watch_fd(c->inst, ring_buffer__epoll_fd(c->rb), TOK_RING);
-	if (err)
-		goto fail;
 	err = c->host->add_timer(c->inst, (uint64_t)cfg->interval_ms, TOK_TICK);
 	if (err)
 		goto fail;

@@ -1979,14 +1979,8 @@ static int mem_attach(void *state)
 		}
 	}
 
-	st->rb = ring_buffer__new(bpf_map__fd(s->maps.events), on_record, st, NULL);
-	if (!st->rb) {
-		err = -errno;
-		st->host->log(st->inst, NT_LOG_ERROR, "cannot open the ring buffer: %s",
-			      strerror(-err));
-		return err;
-	}
-	if ((err = st->host->watch_fd(st->inst, ring_buffer__epoll_fd(st->rb), TOKEN_RING)) ||
+	if ((err = nt_bpf_ring_open(st->host, st->inst, s->maps.events, on_record,
+				    st, TOKEN_RING, &st->rb)) ||
 	    (err = st->host->add_timer(st->inst, (uint64_t)c->interval_ms, TOKEN_TICK)))
 		return err;
 	if (heap && c->stacks &&

@@ -860,17 +860,11 @@ static int net_attach(void *state)
 		}
 		err = 0;
 	}
-	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.events),
-				  net_on_record, st, NULL);
-	if (!st->rb) {
-		err = -errno;
-		h->log(st->inst, NT_LOG_ERROR, "cannot open the ring buffer: %s",
-		       strerror(-err));
+	err = nt_bpf_ring_open(h, st->inst, st->skel->maps.events, net_on_record, st,
+			       TOK_RING, &st->rb);
+	if (err)
 		goto fail;
-	}
-	err = h->watch_fd(st->inst, ring_buffer__epoll_fd(st->rb), TOK_RING);
-	if (!err)
-		err = h->add_timer(st->inst, (uint64_t)cfg->interval_ms, TOK_TIMER);
+	err = h->add_timer(st->inst, (uint64_t)cfg->interval_ms, TOK_TIMER);
 	if (err) {
 		h->log(st->inst, NT_LOG_ERROR, "cannot register with the loop: %s",
 		       strerror(-err));
