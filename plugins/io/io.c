@@ -657,20 +657,6 @@ static void io_publish_report(struct io_state *st, struct io_row *devs,
 	free(ev);
 }
 
-static uint64_t percpu_sum(struct io_state *st, int fd)
-{
-	uint64_t *vals = calloc((size_t)st->ncpu, sizeof(*vals)), total = 0;
-	uint32_t zero = 0;
-
-	if (!vals)
-		return 0;
-	if (bpf_map_lookup_elem(fd, &zero, vals) == 0)
-		for (int i = 0; i < st->ncpu; i++)
-			total += vals[i];
-	free(vals);
-	return total;
-}
-
 static void io_tick(struct io_state *st, bool final)
 {
 	uint64_t now = now_ms(), full;
@@ -683,7 +669,7 @@ static void io_tick(struct io_state *st, bool final)
 	nt_bpf_report_drops(st->host, st->inst,
 			    bpf_map__fd(st->skel->maps.nt_drops),
 			    &st->drops_reported);
-	full = percpu_sum(st, bpf_map__fd(st->skel->maps.stats_full));
+	full = nt_bpf_percpu_sum(bpf_map__fd(st->skel->maps.stats_full));
 	if (full > st->full_reported) {
 		st->host->count_drop(st->inst, "map_full", full - st->full_reported);
 		if (!st->full_reported)
@@ -693,7 +679,7 @@ static void io_tick(struct io_state *st, bool final)
 		st->full_reported = full;
 	}
 	st->host->metric_set(st->m[M_UNSEEN], NULL,
-			     (double)percpu_sum(st, bpf_map__fd(st->skel->maps.unseen)));
+			     (double)nt_bpf_percpu_sum(bpf_map__fd(st->skel->maps.unseen)));
 	io_collect_slowest(st);
 	io_collect(st, !final, report ? &devs : NULL, &n_devs,
 		   report ? &procs : NULL, &n_procs);

@@ -235,7 +235,6 @@ struct net_state {
 	struct net_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link *cg_link;
-	int ncpu;
 	uint64_t drops_reported;
 	uint64_t map_full_reported;
 	uint64_t last_report_ms;
@@ -536,19 +535,7 @@ static void net_copy_procs(struct net_state *st, bool expire,
 
 static uint64_t stat_sum(struct net_state *st, uint32_t which)
 {
-	int fd = bpf_map__fd(st->skel->maps.stats);
-	uint64_t *vals, total = 0;
-
-	if (st->ncpu <= 0)
-		return 0;
-	vals = calloc((size_t)st->ncpu, sizeof(*vals));
-	if (!vals)
-		return 0;
-	if (bpf_map_lookup_elem(fd, &which, vals) == 0)
-		for (int i = 0; i < st->ncpu; i++)
-			total += vals[i];
-	free(vals);
-	return total;
+	return nt_bpf_percpu_sum_at(bpf_map__fd(st->skel->maps.stats), which);
 }
 
 /* Walk the live connections: count them per protocol and, with `top`,
@@ -766,7 +753,6 @@ static int net_attach(void *state)
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	int err;
 
-	st->ncpu = libbpf_num_possible_cpus();
 	if (!kernel_has_tp(vmlinux, "sock_send_length") ||
 	    !kernel_has_tp(vmlinux, "sock_recv_length") ||
 	    !kernel_has_tp(vmlinux, "inet_sock_set_state")) {
