@@ -225,8 +225,6 @@ struct io_state {
 	struct io_dead *dead;
 	size_t n_dead, cap_dead;
 	struct io_slow_top slow;     /* slowest requests of the run */
-	uint32_t targets[64];
-	size_t n_targets;
 };
 
 static uint64_t now_ms(void)
@@ -368,7 +366,6 @@ static int io_init(struct nt_instance *inst, const struct nt_host *host,
 			return -EINVAL;
 		}
 	}
-	host->subscribe(inst, "proc.exit");
 	*state = st;
 	return 0;
 }
@@ -807,10 +804,6 @@ static int io_attach(void *state)
 	}
 	st->last_report_ms = now_ms();
 	st->final_done = false;
-	st->n_targets = h->target_pids(st->inst, st->targets,
-				       NT_ARRAY_LEN(st->targets));
-	if (st->n_targets > NT_ARRAY_LEN(st->targets))
-		st->n_targets = NT_ARRAY_LEN(st->targets);
 	{
 		char list[256] = "all devices";
 		size_t pos = 0;
@@ -840,33 +833,6 @@ static void io_final(struct io_state *st)
 	st->final_done = true;
 	ring_buffer__consume(st->rb);
 	io_tick(st, true);
-}
-
-static void io_consume(void *state, const struct nt_event_hdr *ev,
-		       const struct nt_schema *schema)
-{
-	struct io_state *st = state;
-	int32_t code = 0;
-
-	(void)schema;
-	if (ev->size >= sizeof(*ev) + sizeof(code))
-		memcpy(&code, (const char *)ev + sizeof(*ev), sizeof(code));
-	for (size_t i = 0; i < st->n_targets; i++) {
-		if (st->targets[i] != ev->pid)
-			continue;
-		st->targets[i] = st->targets[--st->n_targets];
-		if (code & 0x7f)
-			st->host->log(st->inst, NT_LOG_INFO,
-				      "target pid %u (%.16s) was killed by signal "
-				      "%d; its counters stay, tracing goes on",
-				      ev->pid, ev->comm, code & 0x7f);
-		else
-			st->host->log(st->inst, NT_LOG_INFO,
-				      "target pid %u (%.16s) exited with status "
-				      "%d; its counters stay, tracing goes on",
-				      ev->pid, ev->comm, (code >> 8) & 0xff);
-		break;
-	}
 }
 
 static void io_flush(void *state)
@@ -915,6 +881,5 @@ NT_PLUGIN_EXPORT = {
 	.poll = io_poll,
 	.detach = io_detach,
 	.fini = io_fini,
-	.consume = io_consume,
 	.flush = io_flush,
 };

@@ -240,9 +240,6 @@ struct net_state {
 	uint64_t last_report_ms;
 	bool final_done;
 
-	uint32_t targets[64];      /* the targets named at attach (-p PID) */
-	size_t n_targets;
-
 	struct net_top closed_top; /* largest closed connections of the run */
 	struct net_dead *dead;
 	size_t n_dead, cap_dead;
@@ -333,8 +330,6 @@ static int net_init(struct nt_instance *inst, const struct nt_host *host,
 			return -EINVAL;
 		}
 	}
-	/* To say so when a target named with -p exits mid-run. */
-	host->subscribe(inst, "proc.exit");
 	*state = st;
 	return 0;
 }
@@ -858,10 +853,6 @@ static int net_attach(void *state)
 	}
 	st->last_report_ms = now_ms();
 	st->final_done = false;
-	st->n_targets = h->target_pids(st->inst, st->targets,
-				       NT_ARRAY_LEN(st->targets));
-	if (st->n_targets > NT_ARRAY_LEN(st->targets))
-		st->n_targets = NT_ARRAY_LEN(st->targets);
 	h->log(st->inst, NT_LOG_INFO, "tracing%s%s%s, %s, %d port filter(s)",
 	       cfg->tcp ? " tcp" : "", cfg->udp ? " udp" : "",
 	       st->skel->rodata->nt_filter_on ? " of the targets" : " host-wide",
@@ -884,35 +875,6 @@ static void net_final(struct net_state *st)
 	ring_buffer__consume(st->rb);
 	net_walk_conns(st, NULL, true);
 	net_tick(st, true);
-}
-
-/* proc.exit: a target named at attach went away. Its counters stay (see
- * NET_LINGER_MS); tracing goes on for the others. */
-static void net_consume(void *state, const struct nt_event_hdr *ev,
-			const struct nt_schema *schema)
-{
-	struct net_state *st = state;
-	int32_t code = 0;
-
-	(void)schema;
-	if (ev->size >= sizeof(*ev) + sizeof(code))
-		memcpy(&code, (const char *)ev + sizeof(*ev), sizeof(code));
-	for (size_t i = 0; i < st->n_targets; i++) {
-		if (st->targets[i] != ev->pid)
-			continue;
-		st->targets[i] = st->targets[--st->n_targets];
-		if (code & 0x7f)
-			st->host->log(st->inst, NT_LOG_INFO,
-				      "target pid %u (%.16s) was killed by signal "
-				      "%d; its counters stay, tracing goes on",
-				      ev->pid, ev->comm, code & 0x7f);
-		else
-			st->host->log(st->inst, NT_LOG_INFO,
-				      "target pid %u (%.16s) exited with status "
-				      "%d; its counters stay, tracing goes on",
-				      ev->pid, ev->comm, (code >> 8) & 0xff);
-		break;
-	}
 }
 
 static void net_flush(void *state)
@@ -963,6 +925,5 @@ NT_PLUGIN_EXPORT = {
 	.poll = net_poll,
 	.detach = net_detach,
 	.fini = net_fini,
-	.consume = net_consume,
 	.flush = net_flush,
 };
