@@ -25,24 +25,8 @@
 # --smoke: one short repetition (< 30 s); CI runs only this.
 set -euo pipefail
 
-SMOKE=0
-B=
-for a in "$@"; do
-	case $a in
-	--smoke) SMOKE=1 ;;
-	-h | --help) sed -n '2,26p' "$0"; exit 0 ;;
-	*) B=$a ;;
-	esac
-done
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=${B:-${NTCORE_BUILD_ROOT:-$ROOT/build}}
-B=$(cd "$B" && pwd)
-NTCORE=$B/core/ntcore
-fail() { echo "bench/io: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || fail "must run as root"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (pass the build root)"
-[ -f "$B/plugins/io/io.so" ] || fail "no $B/plugins/io/io.so"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+. "$(dirname "$0")/lib.sh"
+nt_bench_init io 26 "$@"
 
 if [ "$SMOKE" -eq 1 ]; then
 	MIB=8 REPS=1
@@ -69,21 +53,10 @@ for d in ${NTCORE_IO_TEST_DIR:-} "$B" /var/tmp /root; do
 done
 [ -n "$DIR" ] || fail "no writable directory on a block device; set NTCORE_IO_TEST_DIR"
 
-T=$(mktemp -d /tmp/ntcore-bench-io.XXXXXX)
+bench_cleanup() { rm -f "${DATA:-}"; }
+nt_bench_tmp
 DATA=$(mktemp "$DIR/ntcore-bench-io.XXXXXX.dat")
-BG=
-STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo "")
-cleanup() {
-	if [ -n "$BG" ]; then
-		kill -INT "$BG" 2>/dev/null || true
-		wait "$BG" 2>/dev/null || true
-	fi
-	[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
-	rm -rf "$T"
-	rm -f "$DATA"
-}
-trap cleanup EXIT
-[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled=1
+nt_bench_stats_on || true
 
 cat >"$T/io.conf" <<EOF
 ntcore = { log_level = "info"; };
@@ -99,40 +72,6 @@ tracepoint:block:block_rq_complete /@start[args->dev, args->sector]/ {
 	delete(@start[args->dev, args->sector]);
 }
 EOF
-
-start_bg() { # LOG READY_PATTERN CMD...
-	local log=$1 ready=$2
-	shift 2
-	"$@" >"$log" 2>&1 &
-	BG=$!
-	for _ in $(seq 200); do
-		grep -q "$ready" "$log" && return 0
-		kill -0 "$BG" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$log" >&2
-	fail "$1 did not get ready"
-}
-stop_bg() {
-	kill -INT "$BG" 2>/dev/null || true
-	wait "$BG" 2>/dev/null || true
-	BG=
-}
-
-prog_stats() { # REGEX -> "name run_cnt run_time_ns"
-	bpftool -j prog show 2>/dev/null | python3 -c '
-import json, re, sys
-pat = re.compile(sys.argv[1])
-for p in json.load(sys.stdin):
-    if pat.search(p.get("name", "")):
-        print(p.get("name"), p.get("run_cnt", 0), p.get("run_time_ns", 0))
-' "$1"
-}
-COST=$T/cost
-: >"$COST"
-record_cost() { # MODE REGEX
-	prog_stats "$2" | while read -r name cnt ns; do echo "$1 $name $cnt $ns" >>"$COST"; done
-}
 
 BIOLAT_WHY=
 if command -v biolatency-bpfcc >/dev/null; then
@@ -175,7 +114,6 @@ run_mode() { # MODE -> seconds
 MODES="base ntcore"
 [ "$HAVE_BPFTRACE" -eq 1 ] && MODES="$MODES bpftrace"
 [ -z "$BIOLAT_WHY" ] && MODES="$MODES biolatency"
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "bench/io: dd 4 KiB O_DIRECT, $MIB MiB written then read ($((BLOCKS * 2)) requests) in $DIR, $REPS repetition(s), interleaved, median"
 for r in $(seq "$REPS"); do

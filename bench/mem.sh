@@ -23,26 +23,11 @@
 # --smoke: one short repetition (< 30 s); CI runs only this.
 set -euo pipefail
 
-SMOKE=0
-B=
-for a in "$@"; do
-	case $a in
-	--smoke) SMOKE=1 ;;
-	-h | --help) sed -n '2,24p' "$0"; exit 0 ;;
-	*) B=$a ;;
-	esac
-done
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=${B:-${NTCORE_BUILD_ROOT:-$ROOT/build}}
-NTCORE=$B/core/ntcore
+. "$(dirname "$0")/lib.sh"
+nt_bench_init mem 24 "$@"
 MEMLEAK=${MEMLEAK:-/usr/sbin/memleak-bpfcc}
-fail() { echo "bench/mem: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || fail "must run as root"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (pass the build root)"
-[ -f "$B/plugins/mem/mem.so" ] || fail "no $B/plugins/mem/mem.so"
 command -v cc >/dev/null || fail "needs a C compiler (cc)"
 [ -x "$MEMLEAK" ] || fail "no $MEMLEAK (Debian package bpfcc-tools)"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 
 if [ "$SMOKE" -eq 1 ]; then
 	ITER=20000 REPS=1
@@ -50,13 +35,7 @@ else
 	ITER=200000 REPS=5
 fi
 
-T=$(mktemp -d /tmp/ntcore-bench-mem.XXXXXX)
-BG=
-cleanup() {
-	[ -n "$BG" ] && kill -TERM "$BG" 2>/dev/null && wait "$BG" 2>/dev/null
-	rm -rf "$T"
-}
-trap cleanup EXIT
+nt_bench_tmp TERM
 
 cc -O2 -Wall -fno-omit-frame-pointer -o "$T/allocs" "$ROOT/bench/mem/allocs.c"
 
@@ -148,22 +127,21 @@ for rep in $(seq "$REPS"); do
 	for m in $MODES; do run "$m" "$rep"; done
 done
 
-median() { # MODE
-	for rep in $(seq "$REPS"); do secs "$T/$1.$rep.out"; done | sort -g |
-		awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'
+mode_median() { # MODE
+	for rep in $(seq "$REPS"); do secs "$T/$1.$rep.out"; done | median
 }
 CALLS=$(calls "$T/base.1.out")
-BASE=$(median base)
+BASE=$(mode_median base)
 echo "bench/mem: allocs, $ITER rounds ($CALLS allocator calls), median of $REPS"
 printf "  %-14s %10s %9s %14s\n" mode seconds "x base" "us/call added"
 for m in $MODES; do
-	s=$(median "$m")
+	s=$(mode_median "$m")
 	awk -v m="$m" -v s="$s" -v b="$BASE" -v c="$CALLS" 'BEGIN {
 		printf "  %-14s %10.4f %8.1fx %14.3f\n", m, s, s / b, (s - b) * 1e6 / c }'
 done
-N=$(median ntcore)
-E=$(median entry)
-M=$(median memleak)
+N=$(mode_median ntcore)
+E=$(mode_median entry)
+M=$(mode_median memleak)
 awk -v n="$N" -v e="$E" -v m="$M" -v b="$BASE" 'BEGIN {
 	printf "  ntcore / memleak run time: %.2f (memleak is %.1fx slower)\n", n / m, (m - b) / (n - b)
 	printf "  free past its first instruction vs on it: %.2fx the run time\n", n / e }'

@@ -25,24 +25,9 @@
 # --smoke: one short repetition (< 30 s); CI runs only this.
 set -euo pipefail
 
-SMOKE=0
-B=
-for a in "$@"; do
-	case $a in
-	--smoke) SMOKE=1 ;;
-	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
-	*) B=$a ;;
-	esac
-done
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=${B:-${NTCORE_BUILD_ROOT:-$ROOT/build}}
-NTCORE=$B/core/ntcore
-fail() { echo "bench/net: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || fail "must run as root"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (pass the build root)"
-[ -f "$B/plugins/net/net.so" ] || fail "no $B/plugins/net/net.so"
+. "$(dirname "$0")/lib.sh"
+nt_bench_init net 25 "$@"
 command -v cc >/dev/null || fail "needs a C compiler (cc)"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 
 if [ "$SMOKE" -eq 1 ]; then
 	TCP_ROUNDS=20000 UDP_ROUNDS=5000 REPS=1
@@ -52,19 +37,8 @@ fi
 HAVE_BPFTRACE=1
 command -v bpftrace >/dev/null || HAVE_BPFTRACE=0
 
-T=$(mktemp -d /tmp/ntcore-bench-net.XXXXXX)
-BG=
-STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo "")
-cleanup() {
-	if [ -n "$BG" ]; then
-		kill -INT "$BG" 2>/dev/null || true
-		wait "$BG" 2>/dev/null || true
-	fi
-	[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled=1
+nt_bench_tmp
+nt_bench_stats_on || true
 
 cc -O2 -o "$T/netbench" "$ROOT/bench/net/netbench.c" || fail "cannot build netbench"
 cat >"$T/net.conf" <<EOF
@@ -78,44 +52,6 @@ cat >"$T/net.bt" <<'EOF'
 tracepoint:sock:sock_send_length /args->ret > 0/ { @tx[pid, comm] = sum(args->ret); }
 tracepoint:sock:sock_recv_length /args->ret > 0/ { @rx[pid, comm] = sum(args->ret); }
 EOF
-
-# start_bg LOG READY_PATTERN CMD...: start a tracer, wait until it is ready.
-start_bg() {
-	local log=$1 ready=$2
-	shift 2
-	"$@" >"$log" 2>&1 &
-	BG=$!
-	for _ in $(seq 200); do
-		grep -q "$ready" "$log" && return 0
-		kill -0 "$BG" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$log" >&2
-	fail "$1 did not get ready"
-}
-stop_bg() {
-	kill -INT "$BG" 2>/dev/null || true
-	wait "$BG" 2>/dev/null || true
-	BG=
-}
-
-# BPF program stats "name run_cnt run_time_ns" for programs named like $1.
-prog_stats() {
-	bpftool -j prog show 2>/dev/null | python3 -c '
-import json, re, sys
-pat = re.compile(sys.argv[1])
-for p in json.load(sys.stdin):
-    if pat.search(p.get("name", "")):
-        print(p.get("name"), p.get("run_cnt", 0), p.get("run_time_ns", 0))
-' "$1"
-}
-COST="$T/cost"
-: >"$COST"
-record_cost() { # MODE REGEX
-	prog_stats "$2" | while read -r name cnt ns; do
-		echo "$1 $name $cnt $ns" >>"$COST"
-	done
-}
 
 TCPTOP_WHY=
 if command -v tcptop-bpfcc >/dev/null; then
@@ -146,8 +82,6 @@ run_mode() { # MODE PROTO ROUNDS -> seconds on stdout
 MODES="base ntcore"
 [ "$HAVE_BPFTRACE" -eq 1 ] && MODES="$MODES bpftrace"
 [ -z "$TCPTOP_WHY" ] && MODES="$MODES tcptop"
-
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "bench/net: loopback 64-byte request/response, $REPS repetition(s), modes interleaved, median"
 for proto in tcp udp; do

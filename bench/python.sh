@@ -23,26 +23,11 @@
 # --smoke: one short repetition (< 30 s), peer bpftrace; CI runs only this.
 set -euo pipefail
 
-SMOKE=0
-B=
-for a in "$@"; do
-	case $a in
-	--smoke) SMOKE=1 ;;
-	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
-	*) B=$a ;;
-	esac
-done
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=${B:-${NTCORE_BUILD_ROOT:-$ROOT/build}}
-NTCORE=$B/core/ntcore
+. "$(dirname "$0")/lib.sh"
+nt_bench_init python 22 "$@"
 PY=/usr/bin/python3.11
 F=99
-fail() { echo "bench/python: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || fail "must run as root"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (pass the build root)"
-[ -f "$B/plugins/python/python.so" ] || fail "no $B/plugins/python/python.so"
 [ -x "$PY" ] || fail "needs Debian's $PY"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 if [ "$SMOKE" -eq 1 ]; then
 	ROUNDS=8000 REPS=1 MODES="base ntcore ntcore-hi peer"
 else

@@ -23,24 +23,9 @@
 # --smoke: one short repetition (< 30 s); CI runs only this.
 set -euo pipefail
 
-SMOKE=0
-B=
-for a in "$@"; do
-	case $a in
-	--smoke) SMOKE=1 ;;
-	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
-	*) B=$a ;;
-	esac
-done
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=${B:-${NTCORE_BUILD_ROOT:-$ROOT/build}}
-NTCORE=$B/core/ntcore
-fail() { echo "bench/sched: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || fail "must run as root"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (pass the build root)"
-[ -f "$B/plugins/sched/sched.so" ] || fail "no $B/plugins/sched/sched.so"
+. "$(dirname "$0")/lib.sh"
+nt_bench_init sched 20 "$@"
 command -v cc >/dev/null || fail "needs a C compiler (cc)"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 
 if [ "$SMOKE" -eq 1 ]; then
 	ROUNDS=30000 REPS=1
@@ -50,16 +35,8 @@ fi
 HAVE_BPFTRACE=1
 command -v bpftrace >/dev/null || HAVE_BPFTRACE=0
 
-T=$(mktemp -d /tmp/ntcore-bench-sched.XXXXXX)
-BG=
-STATS_WAS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo "")
-cleanup() {
-	[ -n "$BG" ] && kill -INT "$BG" 2>/dev/null && wait "$BG" 2>/dev/null
-	[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_WAS"
-	rm -rf "$T"
-}
-trap cleanup EXIT
-[ -n "$STATS_WAS" ] && sysctl -qw kernel.bpf_stats_enabled=1 ||
+nt_bench_tmp
+nt_bench_stats_on ||
 	echo "bench/sched: warning: cannot enable kernel.bpf_stats_enabled: no per-run cost" >&2
 
 cc -O2 -Wall -o "$T/pingpong" "$ROOT/bench/sched/pingpong.c"
