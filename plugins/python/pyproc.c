@@ -665,28 +665,41 @@ int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 	return 0;
 }
 
-int py_threads(pid_t pid, const struct py_layout *l, uint64_t runtime,
-	       uint32_t *tids, uint64_t *tstates, size_t max)
+int py_tstates(pid_t pid, const struct py_layout *l, uint64_t runtime,
+	       uint64_t *ids, uint64_t *tstates, size_t max)
 {
-	uint64_t interp = 0, ts = 0, id = 0;
+	uint64_t interp = 0, ts = 0;
 	size_t n = 0;
 	int ret;
 
-	if (l->tid_is_pthread)
-		return -ENOTSUP;
 	if ((ret = py_read_u64(pid, runtime + l->runtime_interp_head, &interp)))
 		return ret;
 	if (!interp || (ret = py_read_u64(pid, interp + l->interp_threads_head, &ts)))
 		return ret;
 	for (int i = 0; ts && i < PY_MAX_TSTATES && n < max; i++) {
-		if (py_read_u64(pid, ts + l->ts_thread_id, &id))
+		if (py_read_u64(pid, ts + l->ts_thread_id, &ids[n]))
 			break;
-		tids[n] = (uint32_t)id;
 		tstates[n++] = ts;
 		if (py_read_u64(pid, ts + l->ts_next, &ts))
 			break;
 	}
 	return (int)n;
+}
+
+int py_threads(pid_t pid, const struct py_layout *l, uint64_t runtime,
+	       uint32_t *tids, uint64_t *tstates, size_t max)
+{
+	uint64_t ids[256];
+	int n;
+
+	if (l->tid_is_pthread)
+		return -ENOTSUP;
+	if (max > sizeof(ids) / sizeof(ids[0]))
+		max = sizeof(ids) / sizeof(ids[0]);
+	n = py_tstates(pid, l, runtime, ids, tstates, max);
+	for (int i = 0; i < n; i++)
+		tids[i] = (uint32_t)ids[i];
+	return n;
 }
 
 int py_walk(pid_t pid, const struct py_layout *l, uint64_t tstate,

@@ -110,8 +110,17 @@ int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 	      uint64_t *code_type, char *err, size_t errlen);
 
 /*
- * The thread states of the first interpreter: up to max (native tid,
- * thread state) pairs. 3.10 has no native thread id: returns -ENOTSUP.
+ * The thread states of the first interpreter: up to max (thread id as the
+ * layout stores it: native tid, or pthread_self() on 3.10, thread state)
+ * pairs, newest first.
+ */
+int py_tstates(pid_t pid, const struct py_layout *l, uint64_t runtime,
+	       uint64_t *ids, uint64_t *tstates, size_t max);
+
+/*
+ * The thread states of the first interpreter: up to max (at most 256)
+ * (native tid, thread state) pairs. 3.10 has no native thread id: returns
+ * -ENOTSUP.
  */
 int py_threads(pid_t pid, const struct py_layout *l, uint64_t runtime,
 	       uint32_t *tids, uint64_t *tstates, size_t max);

@@ -185,6 +185,14 @@ static __always_inline __u64 thread_pointer(void)
 #endif
 }
 
+/* When the current thread started (CLOCK_MONOTONIC, like bpf_ktime_get_ns). */
+static __always_inline __u64 current_start_ns(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, start_time);
+}
+
 struct ts_walk {
 	struct py_bpf_offsets o;
 	__u64 want;
@@ -241,6 +249,17 @@ static __always_inline __u64 find_tstate(const struct py_proc *pp, __u32 tid,
 	bpf_loop(PY_MAX_TSTATES, ts_walk_cb, &w, 0);
 	ne.tstate = w.found;
 	ne.ts_ns = now;
+	/* A new thread's state is in the list before the thread claims it
+	 * (3.10: t_bootstrap writes thread_id, until then the creator's;
+	 * 3.11+: native_thread_id), so a young thread may miss it. It is
+	 * not cached as "not Python": its switch-outs for neg_ttl_ns would
+	 * go unwalked, and a thread that starts and then sleeps would have
+	 * no stack at all. */
+	if (!ne.tstate && now - current_start_ns() < neg_ttl_ns) {
+		if (e)
+			bpf_map_delete_elem(&py_tstates, &tid);
+		return 0;
+	}
 	bpf_map_update_elem(&py_tstates, &tid, &ne, BPF_ANY);
 	return ne.tstate;
 }
@@ -484,6 +503,25 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 			}
 		}
 	}
+	return 0;
+}
+
+/* The threads of one process (the link's task.pid) with their FS base,
+ * for user space to find which thread a 3.10 thread state belongs to. */
+SEC("iter/task")
+int py_tasks(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct py_task_rec r = {};
+
+	if (!t)
+		return 0;
+	r.tid = t->pid;
+	r.tgid = t->tgid;
+#ifdef __TARGET_ARCH_x86
+	r.fsbase = t->thread.fsbase;
+#endif
+	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }
 

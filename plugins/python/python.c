@@ -922,6 +922,117 @@ static char thread_state(uint32_t pid, uint32_t tid, char *comm, size_t len)
 	return rp[2];
 }
 
+/* One thread of p: walk it from user space if its current off-CPU
+ * period has no stack of its own (see seed_idle). */
+static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
+			uint32_t tid, uint64_t tstate, uint64_t now)
+{
+	struct thr *t = py_map_get(&st->threads, tid);
+	struct py_offcpu oc, again;
+	char comm[NT_COMM_LEN + 1] = "";
+	bool have = bpf_map_lookup_elem(ofd, &tid, &oc) == 0;
+	uint32_t stack;
+
+	if (have && (!oc.out_ns || oc.walk_ns >= oc.out_ns))
+		return; /* running, or BPF walked it as it left */
+	if (!have && t && t->pid == p->pid && t->idle_stack != UINT32_MAX)
+		return;
+	if (have && now - oc.out_ns < st->period_ns)
+		return; /* just left: a WEIGHT may come first anyway */
+	if (thread_state(p->pid, tid, comm, sizeof(comm)) == 'R' || !comm[0])
+		return; /* running: the sampler sees it */
+	stack = user_walk(st, p, tid, tstate, comm, now);
+	t = stack != UINT32_MAX ? thr_get(st, tid, p->pid) : NULL;
+	if (!t)
+		return;
+	if (have) {
+		/* not if it ran meanwhile: BPF owns the entry again */
+		if (bpf_map_lookup_elem(ofd, &tid, &again) ||
+		    again.out_ns != oc.out_ns)
+			return;
+		t->idle_stack = stack;
+		again.walk_ns = again.out_ns;
+		bpf_map_update_elem(ofd, &tid, &again, BPF_EXIST);
+	} else {
+		t->idle_stack = stack;
+		/* off the CPU from now on, as if BPF had seen it leave */
+		memset(&oc, 0, sizeof(oc));
+		oc.out_ns = now;
+		oc.walk_ns = now;
+		bpf_map_update_elem(ofd, &tid, &oc, BPF_NOEXIST);
+	}
+}
+
+/* The threads of pid with their FS base (the py_tasks iterator). */
+static int task_fsbases(struct py_plugin *st, uint32_t pid,
+			struct py_task_rec *out, int max)
+{
+	union bpf_iter_link_info li;
+	LIBBPF_OPTS(bpf_iter_attach_opts, o);
+	struct bpf_link *l;
+	int fd, n = 0, err;
+	ssize_t r;
+
+	memset(&li, 0, sizeof(li));
+	li.task.pid = pid;
+	o.link_info = &li;
+	o.link_info_len = sizeof(li);
+	l = bpf_program__attach_iter(st->skel->progs.py_tasks, &o);
+	if (!l)
+		return -errno;
+	fd = bpf_iter_create(bpf_link__fd(l));
+	if (fd < 0) {
+		err = -errno;
+		bpf_link__destroy(l);
+		return err;
+	}
+	while (n < max &&
+	       (r = read(fd, out + n, (size_t)(max - n) * sizeof(*out))) > 0)
+		n += (int)(r / (ssize_t)sizeof(*out));
+	close(fd);
+	bpf_link__destroy(l);
+	return n;
+}
+
+/*
+ * (native tid, thread state) of the threads of p's first interpreter.
+ * 3.10 stores pthread_self() as a thread state's id: on x86-64 that is
+ * the thread's FS base, which the task iterator reads for each tid. Until
+ * a new thread runs, its state holds its creator's id; the list is newest
+ * first, so the older (the creator's own) state wins a duplicate.
+ */
+static int threads_of(struct py_plugin *st, struct pyp *p, uint32_t *tids,
+		      uint64_t *tss, int max)
+{
+	uint64_t ids[256], live[256];
+	struct py_task_rec tr[256];
+	int nl, nt, n = 0;
+
+	if (!p->layout.tid_is_pthread)
+		return py_threads((pid_t)p->pid, &p->layout, p->found.runtime,
+				  tids, tss, (size_t)max);
+	nl = py_tstates((pid_t)p->pid, &p->layout, p->found.runtime, ids, live, 256);
+	if (nl <= 0)
+		return nl;
+	nt = task_fsbases(st, p->pid, tr, 256);
+	for (int i = nl; i-- > 0 && n < max;) {
+		for (int j = 0; j < nt; j++) {
+			bool dup = false;
+
+			if (tr[j].tgid != p->pid || !ids[i] || tr[j].fsbase != ids[i])
+				continue;
+			for (int k = 0; k < n && !dup; k++)
+				dup = tids[k] == tr[j].tid;
+			if (!dup) {
+				tids[n] = tr[j].tid;
+				tss[n++] = live[i];
+			}
+			break;
+		}
+	}
+	return n;
+}
+
 /*
  * Blocked threads whose current off-CPU period has no stack of its own:
  * those blocked since before we saw them (asleep when the process was
@@ -940,39 +1051,9 @@ static void seed_idle(struct py_plugin *st, struct pyp *p)
 	if (!st->cfg->idle || p->status != PS_ATTACHED)
 		return;
 	ofd = bpf_map__fd(st->skel->maps.py_offcpu);
-	n = py_threads((pid_t)p->pid, &p->layout, p->found.runtime, tids, tss, 256);
-	for (int i = 0; i < n; i++) {
-		struct thr *t = py_map_get(&st->threads, tids[i]);
-		struct py_offcpu oc;
-		char comm[NT_COMM_LEN + 1] = "";
-		bool have = bpf_map_lookup_elem(ofd, &tids[i], &oc) == 0;
-		uint32_t stack;
-
-		if (have && (!oc.out_ns || oc.walk_ns >= oc.out_ns))
-			continue; /* running, or BPF walked it as it left */
-		if (!have && t && t->pid == p->pid && t->idle_stack != UINT32_MAX)
-			continue;
-		if (have && now - oc.out_ns < st->period_ns)
-			continue; /* just left: a WEIGHT may come first anyway */
-		if (thread_state(p->pid, tids[i], comm, sizeof(comm)) == 'R' ||
-		    !comm[0])
-			continue; /* running: the sampler sees it */
-		stack = user_walk(st, p, tids[i], tss[i], comm, now);
-		t = stack != UINT32_MAX ? thr_get(st, tids[i], p->pid) : NULL;
-		if (!t)
-			continue;
-		t->idle_stack = stack;
-		if (have) {
-			oc.walk_ns = oc.out_ns;
-			bpf_map_update_elem(ofd, &tids[i], &oc, BPF_EXIST);
-		} else {
-			/* off the CPU from now on, as if BPF had seen it leave */
-			memset(&oc, 0, sizeof(oc));
-			oc.out_ns = now;
-			oc.walk_ns = now;
-			bpf_map_update_elem(ofd, &tids[i], &oc, BPF_NOEXIST);
-		}
-	}
+	n = threads_of(st, p, tids, tss, 256);
+	for (int i = 0; i < n; i++)
+		seed_thread(st, p, ofd, tids[i], tss[i], now);
 }
 
 static void on_sample(struct py_plugin *st, const struct py_sample_rec *r,
@@ -1954,6 +2035,7 @@ static int py_attach(void *state)
 	bpf_map__set_max_entries(st->skel->maps.py_native,
 				 c->native ? (uint32_t)c->native_stacks : 1);
 	bpf_program__set_autoload(st->skel->progs.py_switch, c->idle);
+	bpf_program__set_autoload(st->skel->progs.py_tasks, c->idle);
 	bpf_program__set_autoload(st->skel->progs.py_func_entry, c->calls);
 	bpf_program__set_autoload(st->skel->progs.py_func_return, c->calls);
 	bpf_program__set_autoload(st->skel->progs.py_exc, c->exceptions);

@@ -174,4 +174,12 @@ struct py_offcpu {
 	__u64 acc_start;   /* start of the oldest unsent off-CPU period */
 };
 
+/* A thread of a process, from the py_tasks task iterator: its FS base is
+ * its pthread_self() (x86-64), what 3.10 stores as a thread state's id. */
+struct py_task_rec {
+	__u32 tid;
+	__u32 tgid;
+	__u64 fsbase;
+};
+
 #endif /* NTCORE_PYTHON_H */
