@@ -6,18 +6,12 @@
 # (stop_on_load holds the target while the probes attach). Root (BPF).
 # Arg 1: build root.
 set -euo pipefail
-B=${1:?usage: cuda-late.sh BUILD_ROOT}
-B=$(cd "$B" && pwd)
-NT=$B/core/ntcore
+. "$(dirname "$0")/lib.sh"
+nt_test_init cuda "$@"
+NT=$NTCORE
 FX=$B/plugins/cuda
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root (BPF uprobes)"
-[ -x "$NT" ] || fail "$NT is not built"
 [ -x "$FX/cuda_late_load" ] || fail "cuda_late_load not built (no CUDA toolkit? set CUDA_HOME)"
-command -v python3 >/dev/null || fail "python3 is needed"
-T=$(mktemp -d /tmp/nt-cuda-late.XXXXXX)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+nt_test_tmp nt-cuda-late
 unset LD_LIBRARY_PATH
 
 # A fresh copy in a venv-like tree: new inodes no probe is attached to yet.

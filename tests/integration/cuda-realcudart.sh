@@ -5,18 +5,12 @@
 # the runtime itself gives it (cudaGetErrorName, printed by the workload).
 # Root (BPF). Arg 1: build root.
 set -euo pipefail
-B=${1:?usage: cuda-realcudart.sh BUILD_ROOT}
-B=$(cd "$B" && pwd)
-NT=$B/core/ntcore
+. "$(dirname "$0")/lib.sh"
+nt_test_init cuda "$@"
+NT=$NTCORE
 FX=$B/plugins/cuda
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root (BPF uprobes)"
-[ -x "$NT" ] || fail "$NT is not built"
 [ -x "$FX/cuda_real_cudart" ] || fail "cuda_real_cudart not built (no CUDA toolkit? set CUDA_HOME)"
-command -v python3 >/dev/null || fail "python3 is needed"
-T=$(mktemp -d /tmp/nt-cuda-real.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+nt_test_tmp nt-cuda-real
 # No fixture driver on the library path: the real runtime looks for the
 # real libcuda.so.1 and, on this GPU-less machine, does not find one.
 unset LD_LIBRARY_PATH

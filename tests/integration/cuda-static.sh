@@ -5,21 +5,15 @@
 # instruction of main runs (the target is held with SIGSTOP meanwhile), and
 # reports the failing cudaMalloc with its name. Root (BPF). Arg 1: build root.
 set -euo pipefail
-B=${1:?usage: cuda-static.sh BUILD_ROOT}
-B=$(cd "$B" && pwd)
-NT=$B/core/ntcore
+. "$(dirname "$0")/lib.sh"
+nt_test_init cuda "$@"
+NT=$NTCORE
 FX=$B/plugins/cuda
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root (BPF uprobes)"
-[ -x "$NT" ] || fail "$NT is not built"
 [ -x "$FX/cuda_static_cudart" ] || fail "cuda_static_cudart not built (no CUDA toolkit? set CUDA_HOME)"
-command -v python3 >/dev/null || fail "python3 is needed"
 if ldd "$FX/cuda_static_cudart" | grep -q libcudart; then
 	fail "cuda_static_cudart links libcudart dynamically"
 fi
-T=$(mktemp -d /tmp/nt-cuda-static.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+nt_test_tmp nt-cuda-static
 unset LD_LIBRARY_PATH
 
 cat > "$T/c.conf" <<CONF

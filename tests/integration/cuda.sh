@@ -6,25 +6,15 @@
 # names, pid/tid/cgroup of each event, and the launch and allocation stacks
 # naming the workload's calling functions. Root (BPF). Arg 1: build root.
 set -euo pipefail
-B=${1:?usage: cuda.sh BUILD_ROOT}
-B=$(cd "$B" && pwd)
-NT=$B/core/ntcore
+. "$(dirname "$0")/lib.sh"
+nt_test_init cuda "$@"
+NT=$NTCORE
 FX=$B/plugins/cuda
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ "$(id -u)" = 0 ] || fail "needs root (BPF uprobes)"
-[ -x "$NT" ] || fail "$NT is not built"
-[ -f "$FX/cuda.so" ] || fail "$FX/cuda.so is not built"
 [ -x "$FX/cuda_workload" ] || fail "fixture workload not built (no CUDA toolkit headers? set CUDA_HOME)"
-command -v python3 >/dev/null || fail "python3 is needed to read the JSON output"
 
-T=$(mktemp -d /tmp/nt-cuda-it.XXXXXX)
 CG=
-cleanup() {
-	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+test_cleanup() { [ -n "$CG" ] && rmdir "$CG" 2>/dev/null || true; }
+nt_test_tmp nt-cuda-it
 unset LD_LIBRARY_PATH
 
 # Run the workload in a cgroup of its own (as a container would be), so the

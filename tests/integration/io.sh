@@ -16,17 +16,8 @@
 # 4. A target given with -p exits mid-run: a message, the run goes on.
 set -euo pipefail
 
-fail() { echo "io.sh: FAIL: $*" >&2; exit 1; }
-
-B=${1:?usage: io.sh BUILD_ROOT}
-B=$(cd "$B" && pwd)
-HERE=$(cd "$(dirname "$0")" && pwd)
-NTCORE=$B/core/ntcore
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
-[ "$(id -u)" = 0 ] || fail "needs root (BPF)"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE"
-[ -f "$B/plugins/io/io.so" ] || fail "io plugin not built in $B"
-command -v python3 >/dev/null || fail "python3 is needed"
+. "$(dirname "$0")/lib.sh"
+nt_test_init io "$@"
 
 # The block device under a directory, "MAJ:MIN", or nothing.
 blockdev_of() {
@@ -54,9 +45,9 @@ DEVNAME=$(sed -n 's/^DEVNAME=//p' "/sys/dev/block/$DEV/uevent")
 [ -n "$DEVNAME" ] || DEVNAME=$DEV
 echo "io.sh: test file in $DIR on $DEVNAME ($DEV, $(stat -f -c %T "$DIR"))"
 
-T=$(mktemp -d /tmp/ntcore-io-test.XXXXXX)
+test_cleanup() { rm -f "${DATA:-}"; }
+nt_test_tmp ntcore-io-test
 DATA=$(mktemp "$DIR/ntcore-io-test.XXXXXX.dat")
-trap 'rm -rf "$T"; rm -f "$DATA"' EXIT
 
 conf() { # conf NAME 'io instance(s)'
 	cat >"$T/$1.conf" <<EOF
@@ -123,21 +114,10 @@ else
 fi
 
 # --- 3: config errors --------------------------------------------------------
-expect_config_error() { # NAME KEYS PATTERN
-	conf "$1" "{ plugin = \"io\"; $2 }"
-	set +e
-	timeout 20 "$NTCORE" -c "$T/$1.conf" -d 1 >"$T/$1.out" 2>&1
-	local rc=$?
-	set -e
-	[ "$rc" = 2 ] || { cat "$T/$1.out" >&2; fail "$1: exit $rc, expected 2"; }
-	grep -Eq "$T/$1.conf:3: .*$3" "$T/$1.out" ||
-		{ cat "$T/$1.out" >&2; fail "$1: no FILE:LINE message matching '$3'"; }
-	echo "io.sh: $1: $(grep -E "$T/$1.conf:3" "$T/$1.out" | head -1)"
-}
-expect_config_error mistyped 'device = [ "vda" ];' "unknown key 'device'"
-expect_config_error bad_spec 'devices = [ "sda/1" ];' 'devices: "sda/1" is not a block device name'
-expect_config_error bad_majmin 'devices = [ "8:x" ];' 'devices: "8:x"'
-expect_config_error negative 'slow_threshold_ms = -1.0;' 'slow_threshold_ms'
+expect_config_error mistyped '{ plugin = "io"; device = [ "vda" ]; }' "unknown key 'device'"
+expect_config_error bad_spec '{ plugin = "io"; devices = [ "sda/1" ]; }' 'devices: "sda/1" is not a block device name'
+expect_config_error bad_majmin '{ plugin = "io"; devices = [ "8:x" ]; }' 'devices: "8:x"'
+expect_config_error negative '{ plugin = "io"; slow_threshold_ms = -1.0; }' 'slow_threshold_ms'
 
 # --- 4: a -p target that exits mid-run --------------------------------------
 M=$(( 4 + RANDOM % 8 ))

@@ -18,28 +18,18 @@
 #    choice, out of bounds): FILE:LINE message naming the key, exit 2.
 set -euo pipefail
 
-fail() { echo "mem.sh: FAIL: $*" >&2; exit 1; }
-
-B=${1:?usage: mem.sh BUILD_ROOT}
-B=$(cd "$B" && pwd)
-NTCORE=$B/core/ntcore
+. "$(dirname "$0")/lib.sh"
+nt_test_init mem "$@"
 LEAKER=$B/plugins/mem/mem-leaker
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
-[ "$(id -u)" = 0 ] || fail "needs root (BPF, uprobes)"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE"
-[ -f "$B/plugins/mem/mem.so" ] || fail "mem plugin not built in $B"
 [ -x "$LEAKER" ] || fail "no test program at $LEAKER"
-command -v python3 >/dev/null || fail "python3 is needed"
 
-T=$(mktemp -d /tmp/ntcore-mem-test.XXXXXX)
 PIDS=()
 CG=
-cleanup() {
+test_cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
-	rm -rf "$T"
 }
-trap cleanup EXIT
+nt_test_tmp ntcore-mem-test
 
 INTERVAL=500
 conf() { # conf NAME [extra mem keys]   (the mem group is line 3)
@@ -231,17 +221,6 @@ print(f"mem.sh: oom: pid {pid} killed with {rss >> 20} MiB resident in a {limit 
 EOF
 
 # --- 4: config errors --------------------------------------------------------
-expect_config_error() { # NAME KEYS PATTERN
-	conf "$1" "$2"
-	set +e
-	timeout 20 "$NTCORE" -c "$T/$1.conf" -d 1 >"$T/$1.out" 2>&1
-	local rc=$?
-	set -e
-	[ "$rc" = 2 ] || { cat "$T/$1.out" >&2; fail "$1: exit $rc, expected 2"; }
-	grep -Eq "$T/$1.conf:3: .*$3" "$T/$1.out" ||
-		{ cat "$T/$1.out" >&2; fail "$1: no FILE:LINE message matching '$3'"; }
-	echo "mem.sh: $1: $(grep -E "$T/$1.conf:3" "$T/$1.out" | head -1)"
-}
 expect_config_error unknown_key 'sample_min_byte = 64;' "sample_min_byte"
 expect_config_error bad_type 'top_n = "ten";' "top_n"
 expect_config_error bad_function 'functions = [ "malloc", "mallocc", "free" ];' "functions: unknown allocator function 'mallocc'"

@@ -12,20 +12,9 @@
 #    -d end, exit 0, and the target's traffic is still in the output.
 set -euo pipefail
 
-fail() { echo "net.sh: FAIL: $*" >&2; exit 1; }
-
-B=${1:?usage: net.sh BUILD_ROOT}
-B=$(cd "$B" && pwd)
-HERE=$(cd "$(dirname "$0")" && pwd)
-NTCORE=$B/core/ntcore
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
-[ "$(id -u)" = 0 ] || fail "needs root (BPF)"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE"
-[ -f "$B/plugins/net/net.so" ] || fail "net plugin not built in $B"
-command -v python3 >/dev/null || fail "python3 is needed"
-
-T=$(mktemp -d /tmp/ntcore-net-test.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+nt_test_init net "$@"
+nt_test_tmp ntcore-net-test
 
 conf() { # conf NAME [extra net keys]
 	cat >"$T/$1.conf" <<EOF
@@ -57,17 +46,6 @@ N=$(( 1048576 + RANDOM * 16 + RANDOM % 8192 ))
 transfer udp4 udp "$N"
 
 # --- 4: config errors ------------------------------------------------------
-expect_config_error() { # NAME KEYS PATTERN
-	conf "$1" "$2"
-	set +e
-	timeout 20 "$NTCORE" -c "$T/$1.conf" -d 1 >"$T/$1.out" 2>&1
-	local rc=$?
-	set -e
-	[ "$rc" = 2 ] || { cat "$T/$1.out" >&2; fail "$1: exit $rc, expected 2"; }
-	grep -Eq "$T/$1.conf:3: .*$3" "$T/$1.out" ||
-		{ cat "$T/$1.out" >&2; fail "$1: no FILE:LINE message matching '$3'"; }
-	echo "net.sh: $1: $(grep -E "$T/$1.conf:3" "$T/$1.out" | head -1)"
-}
 expect_config_error unknown_key 'tpc = true;' "unknown key 'tpc'"
 expect_config_error bad_port 'ports = [ "443", "http" ];' 'ports: "http" is not a port'
 expect_config_error bad_range 'ports = [ "9000-8000" ];' 'ports: "9000-8000"'

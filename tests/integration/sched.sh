@@ -17,22 +17,12 @@
 # Usage: sched.sh BUILD_ROOT
 set -euo pipefail
 
-B=${1:?usage: sched.sh BUILD_ROOT}
-NTCORE=$B/core/ntcore
-fail() { echo "FAIL sched: $*" >&2; exit 1; }
-[ "$(id -u)" -eq 0 ] || fail "must run as root (loads BPF)"
-[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (build first)"
-[ -f "$B/plugins/sched/sched.so" ] || fail "no $B/plugins/sched/sched.so"
-command -v python3 >/dev/null || fail "python3 is needed"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+. "$(dirname "$0")/lib.sh"
+nt_test_init sched "$@"
 
-T=$(mktemp -d /tmp/ntcore-sched.XXXXXX)
 OUTSIDER=
-cleanup() {
-	[ -n "$OUTSIDER" ] && kill "$OUTSIDER" 2>/dev/null || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
+test_cleanup() { [ -n "$OUTSIDER" ] && kill "$OUTSIDER" 2>/dev/null || true; }
+nt_test_tmp ntcore-sched
 
 # write_conf OUT.jsonl "extra sched keys"
 write_conf() {

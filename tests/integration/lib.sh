@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+# tests/integration/lib.sh: the preamble and checks the probe tests share.
+# Source it after `set -euo pipefail`:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   nt_test_init PLUGIN "$@"
+#
+# fail MSG: "NAME.sh: FAIL: MSG" on stderr, exit 1 (NAME.sh: this script).
+#
+# nt_test_init PLUGIN BUILD_ROOT: B (the build root, absolute), HERE (this
+# folder), NTCORE (the daemon), NTCORE_PLUGIN_PATH; fails unless it runs as
+# root, the daemon and B/plugins/PLUGIN/PLUGIN.so are built and python3 is
+# there.
+#
+# nt_test_tmp PREFIX: T, a fresh /tmp/PREFIX.XXXXXX, removed at exit (kept
+# when KEEP is set) after the script's test_cleanup, if it defines one.
+#
+# expect_config_error NAME ARG PATTERN: the script's `conf NAME ARG` writes
+# $T/NAME.conf with the instance under test on line 3; the daemon must exit
+# 2 with a "$T/NAME.conf:3: ..." message matching PATTERN (grep -E).
+
+NT_TEST=$(basename "$0")
+
+fail() { echo "$NT_TEST: FAIL: $*" >&2; exit 1; }
+
+nt_test_init() { # PLUGIN BUILD_ROOT
+	local plugin=$1
+	[ -n "${2:-}" ] || fail "usage: $NT_TEST BUILD_ROOT"
+	[ -d "$2" ] || fail "no build root $2"
+	B=$(cd "$2" && pwd)
+	HERE=$(cd "$(dirname "$0")" && pwd)
+	NTCORE=$B/core/ntcore
+	export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
+	[ "$(id -u)" = 0 ] || fail "needs root (BPF)"
+	[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (build first)"
+	[ -f "$B/plugins/$plugin/$plugin.so" ] || fail "$plugin plugin not built in $B"
+	command -v python3 >/dev/null || fail "python3 is needed"
+}
+
+nt_test_cleanup() {
+	if declare -F test_cleanup >/dev/null; then test_cleanup || true; fi
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+
+nt_test_tmp() { # PREFIX
+	T=$(mktemp -d "/tmp/$1.XXXXXX")
+	trap nt_test_cleanup EXIT
+}
+
+expect_config_error() { # NAME ARG PATTERN
+	conf "$1" "$2"
+	set +e
+	timeout 20 "$NTCORE" -c "$T/$1.conf" -d 1 >"$T/$1.out" 2>&1
+	local rc=$?
+	set -e
+	[ "$rc" = 2 ] || { cat "$T/$1.out" >&2; fail "$1: exit $rc, expected 2"; }
+	grep -Eq "$T/$1.conf:3: .*$3" "$T/$1.out" ||
+		{ cat "$T/$1.out" >&2; fail "$1: no FILE:LINE message matching '$3'"; }
+	echo "$NT_TEST: $1: $(grep -E "$T/$1.conf:3" "$T/$1.out" | head -1)"
+}
