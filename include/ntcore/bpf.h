@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "plugin.h"
@@ -103,6 +107,21 @@ static inline int nt_bpf_ring_open(const struct nt_host *host,
 	}
 	*out = rb;
 	return 0;
+}
+
+/*
+ * Whether the running kernel has the BTF-enabled tracepoint `tp` (a
+ * `tp_btf/<tp>` program can attach): its `btf_trace_<tp>` typedef is in
+ * `vmlinux`, the kernel's BTF (btf__load_vmlinux_btf(); NULL: false).
+ */
+static inline bool nt_bpf_kernel_has_tp(const struct btf *vmlinux,
+					const char *tp)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return vmlinux &&
+	       btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
 }
 
 /*

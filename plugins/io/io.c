@@ -709,14 +709,6 @@ static int io_poll(void *state, uint32_t token, uint32_t budget)
 
 /* ---- attach / detach -------------------------------------------------- */
 
-static bool kernel_has_tp(const struct btf *vmlinux, const char *tp)
-{
-	char name[128];
-
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
-}
-
 static void io_detach(void *state);
 
 static int io_attach(void *state)
@@ -732,8 +724,8 @@ static int io_attach(void *state)
 		btf__free(vmlinux);
 		return -EINVAL;
 	}
-	if (!kernel_has_tp(vmlinux, "block_rq_issue") ||
-	    !kernel_has_tp(vmlinux, "block_rq_complete")) {
+	if (!nt_bpf_kernel_has_tp(vmlinux, "block_rq_issue") ||
+	    !nt_bpf_kernel_has_tp(vmlinux, "block_rq_complete")) {
 		h->log(st->inst, NT_LOG_ERROR,
 		       "no kernel BTF (/sys/kernel/btf/vmlinux) or no "
 		       "block_rq_issue/complete tracepoints: io cannot run");
@@ -748,7 +740,7 @@ static int io_attach(void *state)
 		btf__free(vmlinux);
 		return err;
 	}
-	if (!kernel_has_tp(vmlinux, "block_io_start")) {
+	if (!nt_bpf_kernel_has_tp(vmlinux, "block_io_start")) {
 		/* Before 6.5: the inserting / issuing task stands in for the
 		 * submitter, which is right for direct I/O without a
 		 * scheduler and often a kworker otherwise. */
@@ -757,9 +749,9 @@ static int io_attach(void *state)
 		       "kernel lacks block_io_start (Linux 6.5+): requests are "
 		       "attributed to the task that inserts or issues them");
 	}
-	if (!kernel_has_tp(vmlinux, "block_rq_insert"))
+	if (!nt_bpf_kernel_has_tp(vmlinux, "block_rq_insert"))
 		bpf_program__set_autoload(st->skel->progs.io_insert, false);
-	if (!kernel_has_tp(vmlinux, "block_rq_requeue"))
+	if (!nt_bpf_kernel_has_tp(vmlinux, "block_rq_requeue"))
 		bpf_program__set_autoload(st->skel->progs.io_requeue, false);
 	btf__free(vmlinux);
 

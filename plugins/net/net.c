@@ -708,14 +708,6 @@ static int net_poll(void *state, uint32_t token, uint32_t budget)
 
 /* ---- attach / detach -------------------------------------------------- */
 
-static bool kernel_has_tp(const struct btf *vmlinux, const char *tp)
-{
-	char name[128];
-
-	snprintf(name, sizeof(name), "btf_trace_%s", tp);
-	return vmlinux && btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
-}
-
 static int cgroup2_root_fd(struct net_state *st)
 {
 	char buf[16384], dir[512];
@@ -748,9 +740,9 @@ static int net_attach(void *state)
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	int err;
 
-	if (!kernel_has_tp(vmlinux, "sock_send_length") ||
-	    !kernel_has_tp(vmlinux, "sock_recv_length") ||
-	    !kernel_has_tp(vmlinux, "inet_sock_set_state")) {
+	if (!nt_bpf_kernel_has_tp(vmlinux, "sock_send_length") ||
+	    !nt_bpf_kernel_has_tp(vmlinux, "sock_recv_length") ||
+	    !nt_bpf_kernel_has_tp(vmlinux, "inet_sock_set_state")) {
 		h->log(st->inst, NT_LOG_ERROR,
 		       "this kernel lacks the sock:sock_send_length / "
 		       "sock_recv_length tracepoints (Linux 6.3+) or kernel "
@@ -771,13 +763,13 @@ static int net_attach(void *state)
 		{ "tcp_send_reset", offsetof(struct net_bpf, progs.net_reset_sent) },
 		{ "tcp_receive_reset", offsetof(struct net_bpf, progs.net_reset_recv) },
 	};
-	if (!cfg->udp || !kernel_has_tp(vmlinux, "sk_data_ready"))
+	if (!cfg->udp || !nt_bpf_kernel_has_tp(vmlinux, "sk_data_ready"))
 		bpf_program__set_autoload(st->skel->progs.net_data_ready, false);
 	for (size_t i = 0; i < NT_ARRAY_LEN(optional); i++) {
 		struct bpf_program *p =
 			*(struct bpf_program **)((char *)st->skel + optional[i].off);
 
-		if (!cfg->tcp || !kernel_has_tp(vmlinux, optional[i].tp)) {
+		if (!cfg->tcp || !nt_bpf_kernel_has_tp(vmlinux, optional[i].tp)) {
 			bpf_program__set_autoload(p, false);
 			if (cfg->tcp)
 				h->log(st->inst, NT_LOG_WARN,
