@@ -143,7 +143,7 @@ def run_bench(d):
         phase = open(go).read().strip()
         if phase == "exit":
             break
-        tiny = [tiny_loop(20000) for _ in range(3)]
+        tiny = [tiny_loop(20000) for _ in range(int(os.environ.get("NT_TINY_REPS", "3")))]
         steps = tr.time_steps(12)[2:]
         res = {"phase": phase, "tiny_ns": statistics.median(tiny), "tiny_all": tiny,
                "step_ms": statistics.median(steps), "step_all": steps}

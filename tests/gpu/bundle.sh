@@ -1,0 +1,22 @@
+#!/bin/bash
+# Builds what the GPU validation scripts need and bundles it, with the shared
+# libraries it loads, into .device/ for the device machine:
+#   tests/gpu/bundle.sh [BUILD_DIR]      (run here, from the repository root)
+# then, on the device machine (carry [".device"]):
+#   . .device/env.sh; tests/gpu/cuda_validate.sh .device "$OUT"
+set -euo pipefail
+B=${1:-/tmp/gpubuild}
+S=$(mktemp -d /tmp/gpubundle.XXXXXX)
+trap 'rm -rf "$S"' EXIT
+[ -f "$B/build.ninja" ] || meson setup "$B" -Dplugins=cuda,python,stdout,file >/dev/null
+ninja -C "$B" >/dev/null
+mkdir -p "$S/core" "$S/plugins/cuda/detectors" "$S/plugins/python" "$S/sinks/file" "$S/sinks/stdout"
+cp "$B/core/ntcore" "$S/core/"
+cp "$B/plugins/cuda/cuda.so" "$B/plugins/cuda/cuda_libinfo" "$S/plugins/cuda/"
+cp "$B"/plugins/cuda/detectors/*.so "$S/plugins/cuda/detectors/"
+cp "$B/plugins/python/python.so" "$S/plugins/python/"
+cp "$B/sinks/file/file.so" "$S/sinks/file/"
+cp "$B/sinks/stdout/stdout.so" "$S/sinks/stdout/"
+rm -rf .device
+../shared/tools/device-bundle "$S" .device
+grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
