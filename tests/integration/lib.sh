@@ -7,10 +7,11 @@
 #
 # fail MSG: "NAME.sh: FAIL: MSG" on stderr, exit 1 (NAME.sh: this script).
 #
-# nt_test_init PLUGIN BUILD_ROOT: B (the build root, absolute), HERE (this
+# nt_test_root BUILD_ROOT: B (the build root, absolute), HERE (this
 # folder), NTCORE (the daemon), NTCORE_PLUGIN_PATH; fails unless it runs as
-# root, the daemon and B/plugins/PLUGIN/PLUGIN.so are built and python3 is
-# there.
+# root, the daemon is built and python3 is there.
+# nt_test_init PLUGIN BUILD_ROOT: the same, and B/plugins/PLUGIN/PLUGIN.so
+# must be built.
 #
 # nt_test_tmp PREFIX: T, a fresh /tmp/PREFIX.XXXXXX, removed at exit (kept
 # when KEEP is set) after the script's test_cleanup, if it defines one.
@@ -23,18 +24,21 @@ NT_TEST=$(basename "$0")
 
 fail() { echo "$NT_TEST: FAIL: $*" >&2; exit 1; }
 
-nt_test_init() { # PLUGIN BUILD_ROOT
-	local plugin=$1
-	[ -n "${2:-}" ] || fail "usage: $NT_TEST BUILD_ROOT"
-	[ -d "$2" ] || fail "no build root $2"
-	B=$(cd "$2" && pwd)
+nt_test_root() { # BUILD_ROOT
+	[ -n "${1:-}" ] || fail "usage: $NT_TEST BUILD_ROOT"
+	[ -d "$1" ] || fail "no build root $1"
+	B=$(cd "$1" && pwd)
 	HERE=$(cd "$(dirname "$0")" && pwd)
 	NTCORE=$B/core/ntcore
 	export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 	[ "$(id -u)" = 0 ] || fail "needs root (BPF)"
 	[ -x "$NTCORE" ] || fail "no daemon at $NTCORE (build first)"
-	[ -f "$B/plugins/$plugin/$plugin.so" ] || fail "$plugin plugin not built in $B"
 	command -v python3 >/dev/null || fail "python3 is needed"
+}
+
+nt_test_init() { # PLUGIN BUILD_ROOT
+	nt_test_root "${2:-}"
+	[ -f "$B/plugins/$1/$1.so" ] || fail "$1 plugin not built in $B"
 }
 
 nt_test_cleanup() {

@@ -12,26 +12,19 @@
 # Usage: prometheus.sh BUILD_ROOT
 set -euo pipefail
 
-fail() { echo "FAIL: prometheus: $*" >&2; exit 1; }
-[ $# -ge 1 ] || fail "usage: $0 BUILD_ROOT"
-B=$(cd "$1" && pwd)
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/lib.sh"
+nt_test_root "$@"
 PT="python3 $HERE/prometheus/promtest.py"
-NT=$B/core/ntcore
-[ -x "$NT" ] || fail "no daemon at $NT"
+NT=$NTCORE
 [ -f "$B/sinks/prometheus/prometheus.so" ] || fail "prometheus.so not built in $B"
 command -v promtool >/dev/null || fail "promtool missing (apt-get install prometheus)"
-[ "$(id -u)" = 0 ] || fail "must run as root (BPF probes)"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 
-T=$(mktemp -d /tmp/nt-prom.XXXXXX)
 PIDS=()
-cleanup() {
+test_cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$T"
 }
-trap cleanup EXIT
+nt_test_tmp nt-prom
 
 # Start ntcore on config $1 logging to $2; sets NTPID and PORT (from the
 # sink's "serving metrics on http://HOST:PORT" line).

@@ -16,27 +16,20 @@
 # Usage: prometheus_server.sh BUILD_ROOT
 set -euo pipefail
 
-fail() { echo "FAIL: prometheus_server: $*" >&2; exit 1; }
-[ $# -ge 1 ] || fail "usage: $0 BUILD_ROOT"
-B=$(cd "$1" && pwd)
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/lib.sh"
+nt_test_root "$@"
 PT="python3 $HERE/prometheus/promtest.py"
-NT=$B/core/ntcore
-[ -x "$NT" ] || fail "no daemon at $NT"
+NT=$NTCORE
 command -v prometheus >/dev/null || fail "prometheus missing (apt-get install prometheus)"
-[ "$(id -u)" = 0 ] || fail "must run as root (BPF probes)"
 [ -f "$B/plugins/sched/sched.so" ] ||
 	fail "the sched probe is not built in $B (configure with -Dplugins=...,sched,...): the context-switch check needs it"
-export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 
-T=$(mktemp -d /tmp/nt-promsrv.XXXXXX)
 PIDS=()
-cleanup() {
+test_cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$T"
 }
-trap cleanup EXIT
+nt_test_tmp nt-promsrv
 
 P_NT=$($PT free-port)
 P_PROM=$($PT free-port)
