@@ -245,6 +245,33 @@ static __always_inline struct io_stats *stats_get(struct io_key *k,
 }
 
 /*
+ * What io.request and io.slow records share: the header (the issuing
+ * process) and dev, bytes, op, sector, queue_ns. struct io_slow_ev starts
+ * with the layout of struct io_request_ev (checked below).
+ */
+_Static_assert(__builtin_offsetof(struct io_slow_ev, queue_ns) ==
+		       __builtin_offsetof(struct io_request_ev, queue_ns),
+	       "io_slow_ev must start like io_request_ev");
+static __always_inline void fill_request_ev(struct io_request_ev *e,
+					    __u32 type, __u32 size, __u64 now,
+					    const struct io_req *r,
+					    const struct io_key *k, __u32 bytes,
+					    struct request *rq, __u64 queue_ns)
+{
+	e->hdr.type = type;
+	e->hdr.size = size;
+	e->hdr.ts_ns = now;
+	e->hdr.pid = r->pid;
+	e->hdr.tid = r->tid;
+	__builtin_memcpy(e->hdr.comm, r->comm, NT_COMM_LEN);
+	e->dev = k->dev;
+	e->bytes = bytes;
+	op_name(e->op, k->op);
+	e->sector = BPF_CORE_READ(rq, __sector);
+	e->queue_ns = queue_ns;
+}
+
+/*
  * Count a request once, when it is first issued (or completes unissued):
  * requests, bytes, sizes, and the optional io.request event.
  */
@@ -276,17 +303,10 @@ static __always_inline void count_request(struct request *rq, struct io_req *r,
 		struct io_request_ev *e = nt_reserve(&events, sizeof(*e));
 
 		if (e) {
-			e->hdr.type = ev_request_type;
-			e->hdr.size = sizeof(*e);
-			e->hdr.ts_ns = now;
-			e->hdr.pid = r->pid;
-			e->hdr.tid = r->tid;
-			__builtin_memcpy(e->hdr.comm, r->comm, NT_COMM_LEN);
-			e->dev = k.dev;
-			e->bytes = size;
-			op_name(e->op, k.op);
-			e->sector = BPF_CORE_READ(rq, __sector);
-			e->queue_ns = r->ts_start && now > r->ts_start ? now - r->ts_start : 0;
+			fill_request_ev(e, ev_request_type, sizeof(*e), now, r,
+					&k, size, rq,
+					r->ts_start && now > r->ts_start ?
+						now - r->ts_start : 0);
 			bpf_ringbuf_submit(e, 0);
 		}
 	}
@@ -413,17 +433,8 @@ int BPF_PROG(io_complete, struct request *rq, blk_status_t error,
 		struct io_slow_ev *e = nt_reserve(&events, sizeof(*e));
 
 		if (e) {
-			e->hdr.type = ev_slow_type;
-			e->hdr.size = sizeof(*e);
-			e->hdr.ts_ns = now;
-			e->hdr.pid = r->pid;
-			e->hdr.tid = r->tid;
-			__builtin_memcpy(e->hdr.comm, r->comm, NT_COMM_LEN);
-			e->dev = k.dev;
-			e->bytes = size;
-			op_name(e->op, k.op);
-			e->sector = BPF_CORE_READ(rq, __sector);
-			e->queue_ns = queue_ns;
+			fill_request_ev((struct io_request_ev *)e, ev_slow_type,
+					sizeof(*e), now, r, &k, size, rq, queue_ns);
 			e->service_ns = service_ns;
 			e->latency_ns = lat;
 			e->error = blk_status_errno(error);
