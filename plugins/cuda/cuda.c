@@ -402,19 +402,9 @@ static const char *pid_s(struct cuda *c, uint32_t pid)
 	return c->pidbuf;
 }
 
-static uint64_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t lkey_hash(const struct nt_cuda_launch_key *k)
 {
-	return hash64(k->func ^ ((uint64_t)k->tgid << 32) ^ k->api);
+	return nt_cuda_mix64(k->func ^ ((uint64_t)k->tgid << 32) ^ k->api);
 }
 
 static struct lcount *lc_get(struct cuda *c, const struct nt_cuda_launch_key *k)

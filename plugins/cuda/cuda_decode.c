@@ -15,16 +15,6 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 /* Small containers                                                    */
 /* ------------------------------------------------------------------ */
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 static void smap_free(struct nt_cuda_smap *m)
 {
 	for (size_t i = 0; i < m->cap; i++)
@@ -38,7 +28,7 @@ static const char *smap_get(const struct nt_cuda_smap *m, uint64_t key)
 {
 	if (!m->cap)
 		return NULL;
-	for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+	for (size_t i = nt_cuda_mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
 		if (!m->vals[i])
 			return NULL;
 		if (m->keys[i] == key)
@@ -62,7 +52,7 @@ static int smap_grow(struct nt_cuda_smap *m)
 
 		if (!m->vals[i])
 			continue;
-		for (j = mix64(m->keys[i]) & (ncap - 1); nv[j];
+		for (j = nt_cuda_mix64(m->keys[i]) & (ncap - 1); nv[j];
 		     j = (j + 1) & (ncap - 1))
 			;
 		nk[j] = m->keys[i];
@@ -87,7 +77,7 @@ static int smap_put(struct nt_cuda_smap *m, uint64_t key, char *val)
 		free(val);
 		return -ENOMEM;
 	}
-	for (i = mix64(key) & (m->cap - 1); m->vals[i];
+	for (i = nt_cuda_mix64(key) & (m->cap - 1); m->vals[i];
 	     i = (i + 1) & (m->cap - 1)) {
 		if (m->keys[i] == key) {
 			free(m->vals[i]);
@@ -138,7 +128,7 @@ struct nt_cuda_proc *nt_cuda_proc_find(struct nt_cuda_state *st, uint32_t pid)
 {
 	if (!st->capprocs)
 		return NULL;
-	for (size_t i = mix64(pid) & (st->capprocs - 1);;
+	for (size_t i = nt_cuda_mix64(pid) & (st->capprocs - 1);;
 	     i = (i + 1) & (st->capprocs - 1)) {
 		if (!st->procs[i])
 			return NULL;
@@ -152,7 +142,7 @@ static int procs_insert(struct nt_cuda_proc **tab, size_t cap,
 {
 	size_t i;
 
-	for (i = mix64(p->pid) & (cap - 1); tab[i]; i = (i + 1) & (cap - 1))
+	for (i = nt_cuda_mix64(p->pid) & (cap - 1); tab[i]; i = (i + 1) & (cap - 1))
 		;
 	tab[i] = p;
 	return 0;
@@ -192,7 +182,7 @@ void nt_cuda_proc_drop(struct nt_cuda_state *st, uint32_t pid)
 
 	if (!st->capprocs)
 		return;
-	for (i = mix64(pid) & (st->capprocs - 1);; i = (i + 1) & (st->capprocs - 1)) {
+	for (i = nt_cuda_mix64(pid) & (st->capprocs - 1);; i = (i + 1) & (st->capprocs - 1)) {
 		if (!st->procs[i])
 			return;
 		if (st->procs[i]->pid == pid)
@@ -455,7 +445,7 @@ uint64_t nt_cuda_stack_id(const uint64_t *ips, uint32_t n)
 	for (uint32_t i = 0; i < n; i++) {
 		h ^= ips[i];
 		h *= 0x100000001b3ull;
-		h = mix64(h);
+		h = nt_cuda_mix64(h);
 	}
 	return h ? h : 1;
 }
