@@ -122,24 +122,8 @@ expect_config_error negative '{ plugin = "io"; slow_threshold_ms = -1.0; }' 'slo
 # --- 4: a -p target that exits mid-run --------------------------------------
 M=$(( 4 + RANDOM % 8 ))
 conf pexit '{ plugin = "io"; report_interval_s = 0; }'
-python3 "$HERE/io/dio.py" both "$DATA" "$M" 1024 "$T/pexit.json" --gate "$T/gate" &
-XPID=$!
-timeout 90 "$NTCORE" -c "$T/pexit.conf" -p "$XPID" -d 6 >"$T/pexit.out" 2>&1 &
-NPID=$!
-for _ in $(seq 100); do
-	grep -q "tracing block requests" "$T/pexit.out" && break
-	sleep 0.1
-done
-grep -q "tracing block requests" "$T/pexit.out" || { cat "$T/pexit.out" >&2; fail "pexit: io never attached"; }
-touch "$T/gate"
-wait "$XPID" || fail "pexit: the workload failed"
-set +e
-wait "$NPID"
-RC=$?
-set -e
-[ "$RC" = 0 ] || { cat "$T/pexit.out" >&2; fail "pexit: ntcore exited with $RC after its target exited"; }
-grep -q "target pid $XPID (python3) exited with status 0" "$T/pexit.out" ||
-	{ cat "$T/pexit.out" >&2; fail "pexit: no message about the exited target"; }
+expect_pexit "tracing block requests" 6 \
+	python3 "$HERE/io/dio.py" both "$DATA" "$M" 1024 "$T/pexit.json" --gate "$T/gate"
 python3 "$HERE/io/check.py" "$T/pexit.json" "$T/pexit.jsonl" ||
 	{ cat "$T/pexit.out" >&2; fail "pexit: the exited target's I/O is not in the output"; }
 echo "io.sh: pexit: $(grep "target pid $XPID" "$T/pexit.out")"

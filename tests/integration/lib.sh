@@ -16,6 +16,14 @@
 # nt_test_tmp PREFIX: T, a fresh /tmp/PREFIX.XXXXXX, removed at exit (kept
 # when KEEP is set) after the script's test_cleanup, if it defines one.
 #
+# expect_pexit READY SECONDS CMD...: a -p target that exits mid-run. CMD
+# (a workload that waits for the file $T/gate before it works) runs in the
+# background as XPID; `ntcore -c $T/pexit.conf -p XPID -d SECONDS` logs to
+# $T/pexit.out; once that shows READY the gate opens. The workload must
+# succeed, the daemon must run on to its -d end (at least 1 s after the
+# target exited) and exit 0, and log "target pid XPID (COMM) exited with
+# status 0" (COMM: the name of CMD's program, as the kernel keeps it).
+#
 # expect_config_error NAME ARG PATTERN: the script's `conf NAME ARG` writes
 # $T/NAME.conf with the instance under test on line 3; the daemon must exit
 # 2 with a "$T/NAME.conf:3: ..." message matching PATTERN (grep -E).
@@ -61,4 +69,32 @@ expect_config_error() { # NAME ARG PATTERN
 	grep -Eq "$T/$1.conf:3: .*$3" "$T/$1.out" ||
 		{ cat "$T/$1.out" >&2; fail "$1: no FILE:LINE message matching '$3'"; }
 	echo "$NT_TEST: $1: $(grep -E "$T/$1.conf:3" "$T/$1.out" | head -1)"
+}
+
+expect_pexit() { # READY SECONDS CMD...
+	local ready=$1 secs=$2 comm npid rc start
+	shift 2
+	comm=$(basename "$1" | cut -c1-15)
+	"$@" &
+	XPID=$!
+	timeout 90 "$NTCORE" -c "$T/pexit.conf" -p "$XPID" -d "$secs" >"$T/pexit.out" 2>&1 &
+	npid=$!
+	for _ in $(seq 100); do
+		grep -q "$ready" "$T/pexit.out" && break
+		sleep 0.1
+	done
+	grep -q "$ready" "$T/pexit.out" ||
+		{ cat "$T/pexit.out" >&2; fail "pexit: never attached (no '$ready')"; }
+	touch "$T/gate"
+	wait "$XPID" || fail "pexit: the workload failed"
+	start=$(date +%s)
+	set +e
+	wait "$npid"
+	rc=$?
+	set -e
+	[ "$rc" = 0 ] || { cat "$T/pexit.out" >&2; fail "pexit: ntcore exited with $rc after its target exited"; }
+	[ $(( $(date +%s) - start )) -ge 1 ] ||
+		fail "pexit: ntcore stopped when the target exited instead of running to -d"
+	grep -qF "target pid $XPID ($comm) exited with status 0" "$T/pexit.out" ||
+		{ cat "$T/pexit.out" >&2; fail "pexit: no message about the exited target"; }
 }

@@ -55,26 +55,7 @@ expect_config_error bad_type 'max_connections = "many";' 'max_connections'
 # --- 5: a -p target that exits mid-run -------------------------------------
 conf pexit
 N=$(( 1048576 + RANDOM ))
-python3 "$HERE/net/xfer.py" tcp "$N" "$T/pexit.json" --gate "$T/gate" &
-XPID=$!
-timeout 60 "$NTCORE" -c "$T/pexit.conf" -p "$XPID" -d 5 >"$T/pexit.out" 2>&1 &
-NPID=$!
-for _ in $(seq 100); do
-	grep -q "tracing" "$T/pexit.out" && break
-	sleep 0.1
-done
-grep -q "tracing" "$T/pexit.out" || { cat "$T/pexit.out" >&2; fail "pexit: net never attached"; }
-touch "$T/gate"
-wait "$XPID" || fail "pexit: the workload failed"
-START=$(date +%s)
-set +e
-wait "$NPID"
-RC=$?
-set -e
-[ "$RC" = 0 ] || { cat "$T/pexit.out" >&2; fail "pexit: ntcore exited with $RC after its target exited"; }
-[ $(( $(date +%s) - START )) -ge 1 ] || fail "pexit: ntcore stopped when the target exited instead of running to -d"
-grep -q "target pid $XPID (python3) exited with status 0" "$T/pexit.out" ||
-	{ cat "$T/pexit.out" >&2; fail "pexit: no message about the exited target"; }
+expect_pexit "tracing" 5 python3 "$HERE/net/xfer.py" tcp "$N" "$T/pexit.json" --gate "$T/gate"
 python3 "$HERE/net/check.py" "$T/pexit.json" "$T/pexit.jsonl" ||
 	{ cat "$T/pexit.out" >&2; fail "pexit: the exited target's traffic is not in the output"; }
 echo "net.sh: pexit: $(grep "target pid $XPID" "$T/pexit.out")"
