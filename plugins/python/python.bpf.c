@@ -11,6 +11,8 @@
  *    the CPU gets its stack walked (at most once per sample period) and the
  *    time it then spends off the CPU is sent when it comes back, so sleeping
  *    and waiting threads are attributed like a wall-clock sampler would.
+ *    The last PY_OFFHIST off-CPU periods of each thread are kept in
+ *    py_offhist for the CUDA join (was a thread blocked at a launch?).
  *  - py_exec (tp_btf/sched_process_exec): tells user space to inspect a
  *    target that exec'd (a new Python process).
  *  - py_func_entry / py_func_return (USDT python:function__entry/return,
@@ -85,6 +87,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct py_offcpu);
 } py_offcpu SEC(".maps");
+
+/* Completed off-CPU periods of Python threads (for the CUDA join). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct py_offhist);
+} py_offhist SEC(".maps");
+
+/* Zeroed value a new py_offhist entry starts from (too big for the stack). */
+static const struct py_offhist offhist_zero;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -479,8 +492,23 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 
 		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
 		if (oc && oc->out_ns) {
+			struct py_offhist *h;
+
 			if (!now)
 				now = bpf_ktime_get_ns();
+			h = bpf_map_lookup_elem(&py_offhist, &tid);
+			if (!h) {
+				bpf_map_update_elem(&py_offhist, &tid, &offhist_zero,
+						    BPF_NOEXIST);
+				h = bpf_map_lookup_elem(&py_offhist, &tid);
+			}
+			if (h) {
+				__u32 i = h->pos & (PY_OFFHIST - 1);
+
+				h->out[i] = oc->out_ns;
+				h->in[i] = now;
+				h->pos++;
+			}
 			if (!oc->acc_ns)
 				oc->acc_start = oc->out_ns;
 			oc->acc_ns += now > oc->out_ns ? now - oc->out_ns : 0;

@@ -34,6 +34,7 @@
 #include "python.bpf.skel.h"
 #include "python.h"
 #include "pyagg.h"
+#include "pyjoin.h"
 #include "pyline.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
@@ -344,6 +345,12 @@ struct thr {
 	uint64_t cpu_ts;
 	uint64_t acc_ns;
 	uint64_t flushed_to; /* off-CPU time up to here already counted */
+	/* CUDA join */
+	struct pyj_hist hist;     /* recent on-CPU samples and idle walks */
+	struct py_offhist oh;     /* py_offhist as read at oh_read (mono ns) */
+	uint64_t oh_read, oh_cur_out;
+	uint64_t ts_checked;      /* py_tstates looked up (launching threads) */
+	bool ts_python;           /* it has a Python thread state */
 };
 
 struct py_plugin {
@@ -951,10 +958,12 @@ static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
 		    again.out_ns != oc.out_ns)
 			return;
 		t->idle_stack = stack;
+		pyj_note(&t->hist, again.out_ns, stack, PYJ_IDLE);
 		again.walk_ns = again.out_ns;
 		bpf_map_update_elem(ofd, &tid, &again, BPF_EXIST);
 	} else {
 		t->idle_stack = stack;
+		pyj_note(&t->hist, now, stack, PYJ_IDLE);
 		/* off the CPU from now on, as if BPF had seen it leave */
 		memset(&oc, 0, sizeof(oc));
 		oc.out_ns = now;
@@ -1106,11 +1115,14 @@ static void on_sample(struct py_plugin *st, const struct py_sample_rec *r,
 		if (t) {
 			t->cpu_stack = stack;
 			t->cpu_ts = r->hdr.ts_ns;
+			pyj_note(&t->hist, r->hdr.ts_ns, stack, PYJ_CPU);
 		}
 		break;
 	case PY_REC_IDLE:
-		if (t)
+		if (t) {
 			t->idle_stack = stack;
+			pyj_note(&t->hist, r->hdr.ts_ns, stack, PYJ_IDLE);
+		}
 		break;
 	case PY_REC_EXC:
 		if (top != UINT32_MAX)
@@ -1590,6 +1602,81 @@ static const struct nt_field *field_named(const struct nt_schema *s,
 	return NULL;
 }
 
+/* pyj_off_fn: was thread tid off the CPU at t (py_offcpu, py_offhist)? */
+static int join_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
+{
+	struct py_plugin *st = arg;
+	struct thr *d = py_map_get(&st->threads, tid);
+	struct py_offcpu oc;
+
+	if (!d)
+		return -1;
+	if (t > d->oh_read) {
+		/* the time first, then the maps: whatever happened up to
+		 * oh_read is in them (py_offcpu first: a period ending between
+		 * the two reads is then found in py_offhist) */
+		d->oh_read = mono_ns();
+		d->oh_cur_out = 0;
+		if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.py_offcpu),
+					&tid, &oc) == 0)
+			d->oh_cur_out = oc.out_ns;
+		if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.py_offhist),
+					&tid, &d->oh))
+			memset(&d->oh, 0, sizeof(d->oh));
+	}
+	return pyj_off_at(&d->oh, d->oh_cur_out, d->oh_read, t, start);
+}
+
+/* Does the launching thread have a Python thread state (py_tstates)? */
+static bool join_is_python(struct py_plugin *st, uint32_t pid, uint32_t tid,
+			   uint64_t now)
+{
+	struct thr *t = py_map_get(&st->threads, tid);
+	struct py_tstate_ent te;
+
+	if (t && t->pid == pid && t->hist.n)
+		return true;
+	if (t && t->pid == pid && t->ts_checked && now - t->ts_checked < 500000000ull)
+		return t->ts_python;
+	t = thr_get(st, tid, pid);
+	if (!t)
+		return true; /* unknown: no cross-thread join */
+	t->ts_checked = now;
+	t->ts_python = bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.py_tstates),
+					   &tid, &te) == 0 && te.tstate;
+	return t->ts_python;
+}
+
+/* Which Python stack a launch at ev->ts_ns goes with (pyjoin.h). */
+static void join_pick(struct py_plugin *st, const struct nt_event_hdr *ev,
+		      struct pyj_result *r)
+{
+	struct pyj_thread cand[256];
+	struct pyj_limits lim = { .own_max_ns = 1000000000ull,
+				  .period_ns = st->period_ns };
+	struct thr *t = py_map_get(&st->threads, ev->tid);
+	const struct pyj_hist *own = t && t->pid == ev->pid ? &t->hist : NULL;
+	bool own_py = true;
+	size_t n = 0;
+
+	if (!own || !own->n) {
+		uint32_t it = 0;
+		uint64_t k;
+		void *v;
+
+		own_py = join_is_python(st, ev->pid, ev->tid, mono_ns());
+		while (!own_py && n < NT_ARRAY_LEN(cand) &&
+		       py_map_next(&st->threads, &it, &k, &v)) {
+			struct thr *d = v;
+
+			if (d->pid == ev->pid && d->hist.n && k != ev->tid)
+				cand[n++] = (struct pyj_thread){ d->pid, (uint32_t)k, &d->hist };
+		}
+	}
+	pyj_join(ev->pid, ev->tid, ev->ts_ns, own, own_py, cand, n,
+		 st->cfg->idle ? join_off_at : NULL, st, &lim, r);
+}
+
 static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 			   const struct nt_schema *schema)
 {
@@ -1598,16 +1685,22 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	const uint32_t *fr = NULL;
 	const struct nt_field *fs = field_named(schema, "stack", NT_F_VSTR);
 	const struct nt_field *fk = field_named(schema, "kernel", NT_F_VSTR);
-	struct thr *t = py_map_get(&st->threads, ev->tid);
 	struct pyp *p = proc_get(st, ev->pid, false);
 	char comm[NT_COMM_LEN + 1];
+	struct pyj_result jr;
 	uint32_t stack;
 
 	if (!p || p->status != PS_ATTACHED)
 		return;
-	if (t && t->pid == ev->pid && t->cpu_stack != UINT32_MAX &&
-	    ev->ts_ns >= t->cpu_ts && ev->ts_ns - t->cpu_ts < 1000000000ull)
-		fr = py_agg_stack_frames(st->agg, t->cpu_stack, &nf);
+	memcpy(comm, ev->comm, NT_COMM_LEN);
+	comm[NT_COMM_LEN] = '\0';
+	/* our own records up to now first: the samples and idle walks of the
+	 * time of the launch may still wait in the ring (batched wake-ups) */
+	if (st->rb)
+		ring_buffer__consume(st->rb);
+	join_pick(st, ev, &jr);
+	if (jr.how != PYJ_NONE)
+		fr = py_agg_stack_frames(st->agg, jr.stack, &nf);
 	if (!fr || !nf) {
 		ids[n++] = py_agg_frame(st->agg, "[no recent Python sample]", NULL, 0);
 	} else {
@@ -1619,6 +1712,14 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 			py_agg_frame_func(st->agg, fr[i], &file, &line);
 			if (file)
 				ids[n++] = fr[i];
+		}
+		if (jr.how == PYJ_CROSS) {
+			/* crossed threads: the launch is another thread's */
+			char mark[64];
+
+			snprintf(mark, sizeof(mark), "[launched by thread %u %s]",
+				 ev->tid, comm);
+			ids[n++] = py_agg_frame(st->agg, mark, NULL, 0);
 		}
 	}
 	if (fs && (uint32_t)fs->offset + sizeof(struct nt_vstr) <= ev->size) {
@@ -1669,8 +1770,6 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	for (uint32_t i = 0; i < n; i++)
 		if (ids[i] == UINT32_MAX)
 			return;
-	memcpy(comm, ev->comm, NT_COMM_LEN);
-	comm[NT_COMM_LEN] = '\0';
 	stack = py_agg_stack(st->agg, ev->pid, ev->tid, PY_ST_CUDA, ids, n, comm);
 	if (stack != UINT32_MAX)
 		py_agg_add(st->agg, stack, 1);

@@ -174,6 +174,20 @@ struct py_offcpu {
 	__u64 acc_start;   /* start of the oldest unsent off-CPU period */
 };
 
+/*
+ * The last PY_OFFHIST completed off-CPU periods of a Python thread (BPF map
+ * py_offhist, key: tid; `idle = true`): [out[i], in[i]) for i < pos, slot
+ * i % PY_OFFHIST. The CUDA join reads it to tell whether a thread was
+ * blocked when another thread of its process launched a kernel.
+ */
+#define PY_OFFHIST 32
+struct py_offhist {
+	__u32 pos; /* periods recorded so far */
+	__u32 pad_;
+	__u64 out[PY_OFFHIST];
+	__u64 in[PY_OFFHIST];
+};
+
 /* A thread of a process, from the py_tasks task iterator: its FS base is
  * its pthread_self() (x86-64), what 3.10 stores as a thread state's id. */
 struct py_task_rec {

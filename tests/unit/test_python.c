@@ -4,7 +4,8 @@
  * co_lines() of real 3.10-3.13 interpreters), the offsets table and the
  * 3.13 debug-offsets reader, maps parsing and name checks, reading str and
  * code objects laid out in this process's own memory, aggregation (folded
- * stacks, per-function table, deltas, bounds) and the u64 map.
+ * stacks, per-function table, deltas, bounds), the u64 map and the CUDA
+ * join's decision (own thread, blocked thread of the same process).
  */
 #include <check.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "pyagg.h"
+#include "pyjoin.h"
 #include "pyline.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
@@ -527,6 +529,172 @@ START_TEST(map_ops)
 }
 END_TEST
 
+/* ---- CUDA join ---- */
+
+#define MS 1000000ull
+#define T0 1000000000ull /* 1 s */
+
+/* Synthetic BPF bookkeeping of the threads, as read at `read`. */
+struct fake_off {
+	uint32_t tid;
+	struct py_offhist h;
+	uint64_t cur_out, read;
+	int calls;
+};
+
+static void off_add(struct fake_off *f, uint64_t out, uint64_t in)
+{
+	f->h.out[f->h.pos % PY_OFFHIST] = out;
+	f->h.in[f->h.pos % PY_OFFHIST] = in;
+	f->h.pos++;
+}
+
+static int fake_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
+{
+	struct fake_off *f = arg;
+
+	for (; f->tid; f++)
+		if (f->tid == tid) {
+			f->calls++;
+			return pyj_off_at(&f->h, f->cur_out, f->read, t, start);
+		}
+	return -1;
+}
+
+START_TEST(join_off_at)
+{
+	struct py_offhist h = { 0 };
+	uint64_t start = 0;
+
+	/* nothing known */
+	ck_assert_int_eq(pyj_off_at(NULL, 0, T0, T0 - MS, &start), -1);
+	ck_assert_int_eq(pyj_off_at(&h, 0, T0, T0 - MS, &start), -1);
+	/* off since T0 - 5 ms, still off at the read (T0) */
+	ck_assert_int_eq(pyj_off_at(&h, T0 - 5 * MS, T0, T0 - MS, &start), 1);
+	ck_assert_uint_eq(start, T0 - 5 * MS);
+	/* ... but nothing can be said after the read */
+	ck_assert_int_eq(pyj_off_at(&h, T0 - 5 * MS, T0, T0 + MS, &start), -1);
+	/* completed periods: inside one, between two, before the oldest */
+	for (uint64_t i = 0; i < 40; i++) /* wraps: the 32 newest are kept */
+		h.out[h.pos % PY_OFFHIST] = T0 + i * 10 * MS,
+		h.in[h.pos % PY_OFFHIST] = T0 + i * 10 * MS + 4 * MS, h.pos++;
+	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 392 * MS, &start), 1);
+	ck_assert_uint_eq(start, T0 + 390 * MS);
+	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 395 * MS, &start), 0);
+	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 80 * MS, &start), 1);
+	ck_assert_uint_eq(start, T0 + 80 * MS);
+	/* periods 0..7 were overwritten: 75 ms is before the history */
+	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 75 * MS, &start), -1);
+}
+END_TEST
+
+START_TEST(join_cross_thread)
+{
+	/* pid 100: main thread 100 (Python) runs forward (stack 1), then
+	 * blocks in backward() at T0+5 ms (idle walk: stack 2) until +9 ms,
+	 * blocks again at +11..+14 ms (walk skipped: < a period after the
+	 * last), runs, and blocks at +40..+50 ms where the walk found no
+	 * Python frame.
+	 * Thread 101 (Python, same pid) sleeps in a loader (stack 3) since
+	 * T0+2 ms. Thread 200 of pid 100 has no Python thread state (the
+	 * autograd engine's). pid 999 has thread 300, also not Python. */
+	struct pyj_hist main_h = { 0 }, load_h = { 0 };
+	struct fake_off off[4] = { { .tid = 100 }, { .tid = 101 }, { .tid = 0 } };
+	struct pyj_thread thr[2] = { { 100, 100, &main_h }, { 100, 101, &load_h } };
+	struct pyj_limits lim = { .own_max_ns = 1000 * MS, .period_ns = 10 * MS };
+	struct pyj_result r;
+
+	pyj_note(&main_h, T0, 1, PYJ_CPU);
+	pyj_note(&main_h, T0 + 5 * MS + 20000, 2, PYJ_IDLE);
+	pyj_note(&main_h, T0 + 30 * MS, 1, PYJ_CPU);
+	off_add(&off[0], T0 + 5 * MS, T0 + 9 * MS);
+	off_add(&off[0], T0 + 11 * MS, T0 + 14 * MS);
+	off_add(&off[0], T0 + 40 * MS, T0 + 50 * MS);
+	off[0].read = T0 + 60 * MS;
+	off[1].cur_out = T0 + 2 * MS; /* loader: off since +2 ms, still */
+	pyj_note(&load_h, T0 + 2 * MS + 10000, 3, PYJ_IDLE);
+	off[1].read = T0 + 60 * MS;
+
+	/* the main thread's own launch in forward: its own sample */
+	pyj_join(100, 100, T0 + 3 * MS, &main_h, true, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_OWN);
+	ck_assert_uint_eq(r.stack, 1);
+	/* autograd thread launching while main is blocked in backward():
+	 * main's walk (+5.02 ms) is newer than the loader's (+2.01 ms) */
+	pyj_join(100, 200, T0 + 7 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_CROSS);
+	ck_assert_uint_eq(r.stack, 2);
+	ck_assert_uint_eq(r.donor, 100);
+	/* the second block's walk was skipped by the rate limit: same stack */
+	pyj_join(100, 200, T0 + 12 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_CROSS);
+	ck_assert_uint_eq(r.donor, 100);
+	ck_assert_uint_eq(r.stack, 2);
+	/* main running at +20.5 ms: only the loader is blocked */
+	pyj_join(100, 200, T0 + 20 * MS + 500000, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_CROSS);
+	ck_assert_uint_eq(r.donor, 101);
+	ck_assert_uint_eq(r.stack, 3);
+	/* the +40 ms block had no walk of its own (a period after the last):
+	 * main's old backward stack is not trusted; the loader's is */
+	pyj_join(100, 200, T0 + 45 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_CROSS);
+	ck_assert_uint_eq(r.donor, 101);
+	/* after the read: unknown, nothing joined */
+	off[1].cur_out = 0;
+	pyj_join(100, 200, T0 + 70 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	ck_assert_uint_eq(r.stack, UINT32_MAX);
+	off[1].cur_out = T0 + 2 * MS;
+	/* another process's non-Python thread: never pid 100's stacks */
+	off[0].calls = off[1].calls = 0;
+	pyj_join(999, 300, T0 + 10 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	ck_assert_int_eq(off[0].calls + off[1].calls, 0);
+	/* a Python thread without a recent sample of its own is not lent
+	 * another thread's stack */
+	pyj_join(100, 102, T0 + 10 * MS, NULL, true, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	/* without off-CPU bookkeeping (idle = false): no cross-thread join */
+	pyj_join(100, 200, T0 + 10 * MS, NULL, false, thr, 2, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+}
+END_TEST
+
+START_TEST(join_own_thread)
+{
+	struct pyj_hist h = { 0 };
+	struct pyj_limits lim = { .own_max_ns = 1000 * MS, .period_ns = 10 * MS };
+	struct pyj_result r;
+
+	/* a launch before the thread's first sample: the first one after it,
+	 * if within a period */
+	pyj_note(&h, T0 + 8 * MS, 7, PYJ_CPU);
+	pyj_join(1, 1, T0, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_OWN_AFTER);
+	ck_assert_uint_eq(r.stack, 7);
+	pyj_join(1, 1, T0 - 5 * MS, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	/* a newer sample (consumed before the launch) does not hide the one
+	 * before the launch; records of two CPUs may come out of order */
+	pyj_note(&h, T0 + 30 * MS, 9, PYJ_CPU);
+	pyj_note(&h, T0 + 18 * MS, 8, PYJ_CPU);
+	pyj_note(&h, T0 + 25 * MS, 5, PYJ_IDLE);
+	pyj_join(1, 1, T0 + 29 * MS, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_OWN);
+	ck_assert_uint_eq(r.stack, 8);
+	/* older than own_max_ns: not joined */
+	pyj_join(1, 1, T0 + 1031 * MS, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	/* only the last PYJ_POINTS are kept */
+	for (uint32_t i = 0; i < PYJ_POINTS; i++)
+		pyj_note(&h, T0 + (100 + i) * MS, 100 + i, PYJ_CPU);
+	ck_assert_ptr_null(pyj_before(&h, T0 + 99 * MS, PYJ_CPU | PYJ_IDLE));
+	ck_assert_uint_eq(pyj_before(&h, T0 + 110 * MS, PYJ_CPU)->stack, 110);
+	ck_assert_uint_eq(pyj_after(&h, T0 + 110 * MS, PYJ_CPU)->stack, 111);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("python");
@@ -549,6 +717,9 @@ int main(void)
 	tcase_add_test(tc, agg_table_and_deltas);
 	tcase_add_test(tc, agg_bound);
 	tcase_add_test(tc, map_ops);
+	tcase_add_test(tc, join_off_at);
+	tcase_add_test(tc, join_cross_thread);
+	tcase_add_test(tc, join_own_thread);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
