@@ -50,8 +50,8 @@ const struct pyj_point *pyj_after(const struct pyj_hist *h, uint64_t t,
 	return best;
 }
 
-int pyj_off_at(const struct py_offhist *h, uint64_t cur_out, uint64_t read_ns,
-	       uint64_t t, uint64_t *start)
+int pyj_off_at(const struct py_offhist *h, uint64_t cur_out,
+	       bool cur_preempted, uint64_t read_ns, uint64_t t, uint64_t *start)
 {
 	uint64_t oldest = UINT64_MAX;
 	uint32_t n;
@@ -60,7 +60,7 @@ int pyj_off_at(const struct py_offhist *h, uint64_t cur_out, uint64_t read_ns,
 		return -1;
 	if (cur_out && cur_out <= t) {
 		*start = cur_out;
-		return 1;
+		return cur_preempted ? 0 : 1;
 	}
 	n = h ? (h->pos < PY_OFFHIST ? h->pos : PY_OFFHIST) : 0;
 	for (uint32_t k = 0; k < n; k++) {
@@ -68,7 +68,7 @@ int pyj_off_at(const struct py_offhist *h, uint64_t cur_out, uint64_t read_ns,
 
 		if (h->out[i] <= t && t < h->in[i]) {
 			*start = h->out[i];
-			return 1;
+			return (h->preempted >> i) & 1 ? 0 : 1;
 		}
 		if (h->out[i] < oldest)
 			oldest = h->out[i];

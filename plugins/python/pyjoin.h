@@ -18,7 +18,8 @@
 /* Recent stacks kept per thread (on-CPU samples and idle walks). */
 #define PYJ_POINTS 32
 
-enum pyj_kind { PYJ_CPU = 1, PYJ_IDLE = 2 };
+/* PYJ_IDLE: walked as it blocked; PYJ_PREEMPT: as it was preempted */
+enum pyj_kind { PYJ_CPU = 1, PYJ_IDLE = 2, PYJ_PREEMPT = 4 };
 
 struct pyj_point {
 	uint64_t ts;    /* CLOCK_MONOTONIC ns, as in the ring records */
@@ -40,14 +41,15 @@ const struct pyj_point *pyj_after(const struct pyj_hist *h, uint64_t t,
 				  unsigned kinds);
 
 /*
- * Was a thread off the CPU at t? From its BPF bookkeeping read at read_ns:
+ * Was a thread blocked at t? From its BPF bookkeeping read at read_ns:
  * cur_out is the start of the off-CPU period in progress then (0: it was
- * running), h its completed periods (NULL: none). 1: off, *start = start
- * of that period; 0: on the CPU; -1: unknown (t after the read, or before
- * the oldest period kept).
+ * running), cur_preempted whether that period began by a preemption, h
+ * its completed periods (NULL: none). 1: blocked, *start = start of that
+ * period; 0: on the CPU or preempted (runnable); -1: unknown (t after the
+ * read, or before the oldest period kept).
  */
-int pyj_off_at(const struct py_offhist *h, uint64_t cur_out, uint64_t read_ns,
-	       uint64_t t, uint64_t *start);
+int pyj_off_at(const struct py_offhist *h, uint64_t cur_out,
+	       bool cur_preempted, uint64_t read_ns, uint64_t t, uint64_t *start);
 
 /* A Python thread that may have caused another thread's launch. */
 struct pyj_thread {
@@ -78,10 +80,11 @@ struct pyj_result {
  *    (a thread launching before its first sample).
  *  - cross: only when the launching thread is not a Python thread (no
  *    sample of its own, own_python false): the thread of the same pid
- *    that was off the CPU at t (off() == 1) and whose idle stack is the
- *    one of that off-CPU period (walked at or less than a period before
- *    it began, the same rule as the off-CPU time), the newest such walk
- *    first.
+ *    that was blocked at t (off() == 1; not merely preempted) and whose
+ *    latest walk as it blocked is the one of that period (walked at or
+ *    less than a period before it began: the BPF side's walk budget for
+ *    blocking, so a later block would have had its own walk), the newest
+ *    such walk first.
  */
 void pyj_join(uint32_t pid, uint32_t tid, uint64_t t,
 	      const struct pyj_hist *own, bool own_python,

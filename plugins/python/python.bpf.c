@@ -8,7 +8,8 @@
  *    (code object, instruction) per frame. Names and lines are resolved in
  *    user space, once per code object, so a sample is 48 + 16 * frames bytes.
  *  - py_switch (tp_btf/sched_switch, `idle = true`): a Python thread leaving
- *    the CPU gets its stack walked (at most once per sample period) and the
+ *    the CPU gets its stack walked (at most once per sample period as it
+ *    blocks, once per period as it is preempted) and the
  *    time it then spends off the CPU is sent when it comes back, so sleeping
  *    and waiting threads are attributed like a wall-clock sampler would.
  *    The last PY_OFFHIST off-CPU periods of each thread are kept in
@@ -466,23 +467,36 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 		__u32 tid = prev->pid;
 		__u64 ts;
 
+		/* preempted: still runnable (a user-mode thread whose slice
+		 * ran out switches with preempt false but TASK_RUNNING) */
+		preempt = preempt || prev->__state == 0;
 		now = bpf_ktime_get_ns();
 		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
-		if (!oc || now - oc->walk_ns >= period_ns) {
+		/* Blocking and preemption have a walk budget each (one per
+		 * period): a preempted walk must not make the next block go
+		 * unwalked, or the block would keep the preempted stack. */
+		if (!oc || now - (preempt ? oc->walk_ns : oc->vwalk_ns) >= period_ns) {
 			ts = find_tstate(pp, tid, now);
-			if (ts && sample_current(ctx, pp, PY_REC_IDLE, 0, ts, SCR_SWITCH) > 0) {
-				struct py_offcpu v = { .out_ns = now, .walk_ns = now };
+			if (ts && sample_current(ctx, pp, PY_REC_IDLE, preempt ? 1 : 0,
+						 ts, SCR_SWITCH) > 0) {
+				struct py_offcpu v = { .out_ns = now, .walk_ns = now,
+						       .vwalk_ns = preempt ? 0 : now,
+						       .preempted = preempt };
 
 				stat_inc(PY_STAT_IDLE);
 				if (oc) {
 					oc->walk_ns = now;
+					if (!preempt)
+						oc->vwalk_ns = now;
 					oc->out_ns = now;
+					oc->preempted = preempt;
 				} else {
 					bpf_map_update_elem(&py_offcpu, &tid, &v, BPF_ANY);
 				}
 			}
 		} else {
 			oc->out_ns = now;
+			oc->preempted = preempt;
 		}
 	}
 	/* A Python thread coming back: add up its off-CPU time and send it
@@ -507,6 +521,10 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 
 				h->out[i] = oc->out_ns;
 				h->in[i] = now;
+				if (oc->preempted)
+					h->preempted |= 1ULL << i;
+				else
+					h->preempted &= ~(1ULL << i);
 				h->pos++;
 			}
 			if (!oc->acc_ns)

@@ -349,6 +349,7 @@ struct thr {
 	struct pyj_hist hist;     /* recent on-CPU samples and idle walks */
 	struct py_offhist oh;     /* py_offhist as read at oh_read (mono ns) */
 	uint64_t oh_read, oh_cur_out;
+	bool oh_cur_preempted;
 	uint64_t ts_checked;      /* py_tstates looked up (launching threads) */
 	bool ts_python;           /* it has a Python thread state */
 };
@@ -959,7 +960,7 @@ static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
 			return;
 		t->idle_stack = stack;
 		pyj_note(&t->hist, again.out_ns, stack, PYJ_IDLE);
-		again.walk_ns = again.out_ns;
+		again.walk_ns = again.vwalk_ns = again.out_ns;
 		bpf_map_update_elem(ofd, &tid, &again, BPF_EXIST);
 	} else {
 		t->idle_stack = stack;
@@ -967,7 +968,7 @@ static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
 		/* off the CPU from now on, as if BPF had seen it leave */
 		memset(&oc, 0, sizeof(oc));
 		oc.out_ns = now;
-		oc.walk_ns = now;
+		oc.walk_ns = oc.vwalk_ns = now;
 		bpf_map_update_elem(ofd, &tid, &oc, BPF_NOEXIST);
 	}
 }
@@ -1121,7 +1122,8 @@ static void on_sample(struct py_plugin *st, const struct py_sample_rec *r,
 	case PY_REC_IDLE:
 		if (t) {
 			t->idle_stack = stack;
-			pyj_note(&t->hist, r->hdr.ts_ns, stack, PYJ_IDLE);
+			pyj_note(&t->hist, r->hdr.ts_ns, stack,
+				 r->aux & 1 ? PYJ_PREEMPT : PYJ_IDLE);
 		}
 		break;
 	case PY_REC_EXC:
@@ -1617,14 +1619,18 @@ static int join_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
 		 * the two reads is then found in py_offhist) */
 		d->oh_read = mono_ns();
 		d->oh_cur_out = 0;
+		d->oh_cur_preempted = false;
 		if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.py_offcpu),
-					&tid, &oc) == 0)
+					&tid, &oc) == 0) {
 			d->oh_cur_out = oc.out_ns;
+			d->oh_cur_preempted = oc.preempted;
+		}
 		if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.py_offhist),
 					&tid, &d->oh))
 			memset(&d->oh, 0, sizeof(d->oh));
 	}
-	return pyj_off_at(&d->oh, d->oh_cur_out, d->oh_read, t, start);
+	return pyj_off_at(&d->oh, d->oh_cur_out, d->oh_cur_preempted, d->oh_read,
+			  t, start);
 }
 
 /* Does the launching thread have a Python thread state (py_tstates)? */

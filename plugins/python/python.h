@@ -80,6 +80,9 @@ enum py_rec_kind {
 	PY_REC_UNKNOWN = 7, /* a target sampled but not registered: inspect it */
 };
 
+/* PY_REC_IDLE: `aux` is 1 when the thread was preempted (runnable), 0
+ * when it blocked. */
+
 /* Sample flags */
 #define PY_F_TRUNCATED (1u << 0) /* more frames than max_frames */
 #define PY_F_NOTSTATE (1u << 1)  /* thread has no Python thread state */
@@ -172,18 +175,24 @@ struct py_offcpu {
 	__u64 walk_ns;     /* last idle stack walk */
 	__u64 acc_ns;      /* off-CPU time not sent yet (sent once >= a period) */
 	__u64 acc_start;   /* start of the oldest unsent off-CPU period */
+	__u64 vwalk_ns;    /* last walk as it blocked (not preempted) */
+	__u32 preempted;   /* the period in progress began by a preemption */
+	__u32 pad_;
 };
 
 /*
  * The last PY_OFFHIST completed off-CPU periods of a Python thread (BPF map
  * py_offhist, key: tid; `idle = true`): [out[i], in[i]) for i < pos, slot
- * i % PY_OFFHIST. The CUDA join reads it to tell whether a thread was
- * blocked when another thread of its process launched a kernel.
+ * i % PY_OFFHIST; bit i of `preempted`: that period began by a
+ * preemption (runnable, not waiting). The CUDA join reads it to tell
+ * whether a thread was blocked when another thread of its process
+ * launched a kernel.
  */
-#define PY_OFFHIST 32
+#define PY_OFFHIST 64
 struct py_offhist {
 	__u32 pos; /* periods recorded so far */
 	__u32 pad_;
+	__u64 preempted;
 	__u64 out[PY_OFFHIST];
 	__u64 in[PY_OFFHIST];
 };

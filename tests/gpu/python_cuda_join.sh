@@ -2,7 +2,9 @@
 # GPU check of the python probe's CUDA join: with the cuda probe (launch
 # events) and the python probe both loaded, kernel launches are attributed to
 # the Python frames that issued them (python.stack, state "cuda"), so the
-# flame graph shows the model's forward and backward above the kernels.
+# flame graph shows the model's forward and backward above the kernels:
+# backward kernels, launched by autograd's C++ threads, under the frames of
+# the Python thread blocked in loss.backward() ([launched by thread ...]).
 #   tests/gpu/python_cuda_join.sh [BUNDLE] [OUTDIR]
 set -uo pipefail
 D=$(cd "${1:-.device}" && pwd)
@@ -54,14 +56,46 @@ joined = [e for e in cuda if not python_part(e).startswith("[no recent Python sa
 n_joined = sum(e["count"] for e in joined)
 fwd = sum(e["count"] for e in joined if "Net.forward" in python_part(e))
 bwd = sum(e["count"] for e in joined if "backward" in python_part(e))
+# launches of threads without Python frames (autograd's pt_autograd_N) lent
+# the stack of the Python thread blocked in loss.backward()
+cross = [e for e in joined if "[launched by thread " in python_part(e)]
+n_cross = sum(e["count"] for e in cross)
+cross_bwd = sum(e["count"] for e in cross
+                if "backward" in python_part(e).split(";[launched by thread ")[0])
+def kernel(e):
+    return e["stack"].split(";[kernel] ", 1)[-1]
+# kernels only the backward pass launches (softmax/nll_loss backward)
+bk = [e for e in cuda if "backward" in kernel(e)]
+n_bk = sum(e["count"] for e in bk)
+bk_ok = sum(e["count"] for e in bk if "[launched by thread " in python_part(e)
+            and "backward" in python_part(e).split(";[launched by thread ")[0])
 print(f"cuda.launch events {launches}; joined with Python frames {n_joined} "
       f"({100.0 * n_joined / max(launches, 1):.1f}%); under Net.forward {fwd}; "
       f"under a Python backward() call {bwd}")
+print(f"crossed threads {n_cross}, of which under backward() {cross_bwd}; "
+      f"backward kernels {n_bk}, joined under backward() across threads {bk_ok} "
+      f"({100.0 * bk_ok / max(n_bk, 1):.1f}%)")
+by = {}
+for e in cuda:
+    p = python_part(e)
+    how = ("none" if p.startswith("[no recent Python sample]") else
+           "cross" if "[launched by thread " in p else "own")
+    k = (e.get("comm", "?"), how)
+    by[k] = by.get(k, 0) + e["count"]
+for (comm, how), n in sorted(by.items(), key=lambda kv: -kv[1]):
+    print(f"  {comm:16s} {how:6s} {n:7d}")
 for e in sorted(joined, key=lambda e: -e["count"])[:3]:
     print(f"  {e['count']:7d}  {e['stack'][:400]}")
-# Forward launches come from the Python thread and must carry its frames;
-# backward ones come from autograd's own threads (see docs/python.md).
-ok = launches > 0 and fwd > 0 and sum(e["count"] for e in cuda) == launches
+for e in sorted(cross, key=lambda e: -e["count"])[:3]:
+    print(f"  {e['count']:7d}  ...{e['stack'][-500:]}")
+# Forward launches come from the Python thread and carry its frames. The
+# backward ones come from autograd's own threads: they must be lent the
+# frames of the Python thread blocked in backward() (>= 50% of the launches
+# of backward kernels; the rest fall where the main thread was not off the
+# CPU yet or any more), and what crosses threads must be backward() (>= 90%).
+ok = (launches > 0 and fwd > 0 and sum(e["count"] for e in cuda) == launches
+      and n_bk > 0 and bk_ok >= 0.5 * n_bk and n_cross > 0
+      and cross_bwd >= 0.9 * n_cross)
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PYEOF

@@ -556,7 +556,7 @@ static int fake_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
 	for (; f->tid; f++)
 		if (f->tid == tid) {
 			f->calls++;
-			return pyj_off_at(&f->h, f->cur_out, f->read, t, start);
+			return pyj_off_at(&f->h, f->cur_out, false, f->read, t, start);
 		}
 	return -1;
 }
@@ -567,24 +567,34 @@ START_TEST(join_off_at)
 	uint64_t start = 0;
 
 	/* nothing known */
-	ck_assert_int_eq(pyj_off_at(NULL, 0, T0, T0 - MS, &start), -1);
-	ck_assert_int_eq(pyj_off_at(&h, 0, T0, T0 - MS, &start), -1);
+	ck_assert_int_eq(pyj_off_at(NULL, 0, false, T0, T0 - MS, &start), -1);
+	ck_assert_int_eq(pyj_off_at(&h, 0, false, T0, T0 - MS, &start), -1);
 	/* off since T0 - 5 ms, still off at the read (T0) */
-	ck_assert_int_eq(pyj_off_at(&h, T0 - 5 * MS, T0, T0 - MS, &start), 1);
+	ck_assert_int_eq(pyj_off_at(&h, T0 - 5 * MS, false, T0, T0 - MS, &start), 1);
 	ck_assert_uint_eq(start, T0 - 5 * MS);
 	/* ... but nothing can be said after the read */
-	ck_assert_int_eq(pyj_off_at(&h, T0 - 5 * MS, T0, T0 + MS, &start), -1);
+	ck_assert_int_eq(pyj_off_at(&h, T0 - 5 * MS, false, T0, T0 + MS, &start), -1);
 	/* completed periods: inside one, between two, before the oldest */
-	for (uint64_t i = 0; i < 40; i++) /* wraps: the 32 newest are kept */
+	/* PY_OFFHIST + 8 periods [i*10, i*10+4) ms: the ring wraps and the
+	 * PY_OFFHIST newest are kept */
+	for (uint64_t i = 0; i < PY_OFFHIST + 8; i++)
 		h.out[h.pos % PY_OFFHIST] = T0 + i * 10 * MS,
 		h.in[h.pos % PY_OFFHIST] = T0 + i * 10 * MS + 4 * MS, h.pos++;
-	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 392 * MS, &start), 1);
-	ck_assert_uint_eq(start, T0 + 390 * MS);
-	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 395 * MS, &start), 0);
-	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 80 * MS, &start), 1);
+	uint64_t last = T0 + (PY_OFFHIST + 7) * 10 * MS, rd = last + 100 * MS;
+
+	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, last + 2 * MS, &start), 1);
+	ck_assert_uint_eq(start, last);
+	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, last + 5 * MS, &start), 0);
+	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, T0 + 80 * MS, &start), 1);
 	ck_assert_uint_eq(start, T0 + 80 * MS);
 	/* periods 0..7 were overwritten: 75 ms is before the history */
-	ck_assert_int_eq(pyj_off_at(&h, 0, T0 + 500 * MS, T0 + 75 * MS, &start), -1);
+	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, T0 + 75 * MS, &start), -1);
+	/* a preempted thread is runnable, not waiting: not blocked */
+	h.preempted |= 1ULL << ((PY_OFFHIST + 7) % PY_OFFHIST);
+	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, last + 2 * MS, &start), 0);
+	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, T0 + 80 * MS, &start), 1);
+	ck_assert_int_eq(pyj_off_at(&h, last + 50 * MS, true, rd, last + 60 * MS, &start), 0);
+	ck_assert_int_eq(pyj_off_at(&h, last + 50 * MS, false, rd, last + 60 * MS, &start), 1);
 }
 END_TEST
 
@@ -635,6 +645,21 @@ START_TEST(join_cross_thread)
 	ck_assert_int_eq(r.how, PYJ_CROSS);
 	ck_assert_uint_eq(r.donor, 101);
 	ck_assert_uint_eq(r.stack, 3);
+	/* preempted in forward at +25 ms (walked: stack 1, on the preemption
+	 * budget), then blocked at +27..+29 ms, walked (stack 2: blocking has
+	 * its own budget); the preempted stack is never lent */
+	pyj_note(&main_h, T0 + 25 * MS + 10000, 1, PYJ_PREEMPT);
+	off_add(&off[0], T0 + 25 * MS, T0 + 26 * MS);
+	off[0].h.preempted |= 1ULL << ((off[0].h.pos - 1) % PY_OFFHIST);
+	pyj_note(&main_h, T0 + 27 * MS + 10000, 2, PYJ_IDLE);
+	off_add(&off[0], T0 + 27 * MS, T0 + 29 * MS);
+	pyj_join(100, 200, T0 + 25 * MS + 500000, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_CROSS);
+	ck_assert_uint_eq(r.donor, 101); /* main only preempted: the loader */
+	pyj_join(100, 200, T0 + 28 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_CROSS);
+	ck_assert_uint_eq(r.donor, 100);
+	ck_assert_uint_eq(r.stack, 2);
 	/* the +40 ms block had no walk of its own (a period after the last):
 	 * main's old backward stack is not trusted; the loader's is */
 	pyj_join(100, 200, T0 + 45 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
