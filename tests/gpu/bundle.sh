@@ -1,4 +1,5 @@
 #!/bin/bash
+# DEVICE_BUNDLE overrides where the shared device-bundle tool is.
 # Builds what the GPU validation scripts need and bundles it, with the shared
 # libraries it loads, into .device/ for the device machine:
 #   tests/gpu/bundle.sh [BUILD_DIR]      (run here, from the repository root)
@@ -18,5 +19,5 @@ cp "$B/plugins/python/python.so" "$S/plugins/python/"
 cp "$B/sinks/file/file.so" "$S/sinks/file/"
 cp "$B/sinks/stdout/stdout.so" "$S/sinks/stdout/"
 rm -rf .device
-../shared/tools/device-bundle "$S" .device
+"${DEVICE_BUNDLE:-../shared/tools/device-bundle}" "$S" .device
 grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
