@@ -523,8 +523,7 @@ static void log_pid_target_exit(struct nt_daemon *d, const struct nt_proc_exit *
 	}
 }
 
-/* Records of the core's follow program: proc.exit and proc.exec. Either
- * way the process's cached symbols are stale. */
+/* Records of the core's follow program: proc.exit and proc.exec. */
 static int publish_follow(void *ctx, void *data, size_t size)
 {
 	struct nt_daemon *d = ctx;
@@ -532,7 +531,11 @@ static int publish_follow(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*ev) || ev->size > size)
 		return 0;
-	nt_symbolizer_forget(&d->sym, ev->pid);
+	/* After an exec the process's cached symbols are stale, unless they
+	 * were read after it. At an exit they stay until evicted: records of
+	 * the process still in other plugins' rings need them. */
+	if (ev->type == d->exec_type)
+		nt_symbolizer_forget(&d->sym, ev->pid, ev->ts_ns);
 	if (ev->type == d->exit_type)
 		log_pid_target_exit(d, (const struct nt_proc_exit *)ev);
 	d->core.events_in++;

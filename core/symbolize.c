@@ -33,6 +33,7 @@ struct nt_sym_proc {
 	Dwfl *dwfl;
 	uint64_t last_use;
 	uint64_t refreshed_ns;
+	uint64_t created_ns;     /* CLOCK_MONOTONIC of the first report */
 	uint64_t maps_hash;      /* of /proc/PID/maps at the last report */
 	uint32_t maps_gen;       /* bumped whenever the maps changed */
 	struct sym_entry *slots; /* open addressing on addr */
@@ -86,10 +87,12 @@ void nt_symbolizer_fini(struct nt_symbolizer *s)
 	memset(s, 0, sizeof(*s));
 }
 
-void nt_symbolizer_forget(struct nt_symbolizer *s, uint32_t pid)
+void nt_symbolizer_forget(struct nt_symbolizer *s, uint32_t pid,
+			  uint64_t before_ns)
 {
 	for (int i = 0; i < NT_SYM_PROCS; i++)
-		if (s->procs[i] && s->procs[i]->pid == pid) {
+		if (s->procs[i] && s->procs[i]->pid == pid &&
+		    s->procs[i]->created_ns < before_ns) {
 			proc_free(s->procs[i]);
 			s->procs[i] = NULL;
 		}
@@ -130,13 +133,15 @@ static int proc_report(struct nt_sym_proc *p, bool first)
 	return err;
 }
 
-/* On a miss, at most every REFRESH_NS: re-report only if the maps changed.
- * Returns -ESRCH when the process is gone. */
-static int proc_refresh(struct nt_sym_proc *p)
+/* On a miss: re-report only if the maps changed. An address never seen
+ * always looks (a library mapped since the last report, e.g. right after a
+ * probe pre-loaded the maps at exec); a cached miss at most every
+ * REFRESH_NS. Returns -ESRCH when the process is gone. */
+static int proc_refresh(struct nt_sym_proc *p, bool always)
 {
 	uint64_t hash;
 
-	if (now_ns() - p->refreshed_ns <= REFRESH_NS)
+	if (!always && now_ns() - p->refreshed_ns <= REFRESH_NS)
 		return 0;
 	p->refreshed_ns = now_ns();
 	if (maps_hash(p->pid, &hash))
@@ -166,6 +171,7 @@ static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
 		return NULL;
 	p->pid = pid;
 	p->last_use = ++s->clock;
+	p->created_ns = now_ns();
 	p->dwfl = dwfl_begin(&proc_callbacks);
 	if (!p->dwfl || maps_hash(pid, &p->maps_hash) || proc_report(p, true) != 0) {
 		proc_free(p);
@@ -196,12 +202,11 @@ static void resolve(struct nt_sym_proc *p, uint64_t addr, struct sym_entry *e)
 	GElf_Sym sym;
 
 	if (!mod) {
-		/* Perhaps a library loaded after our last look at the maps. */
-		if (proc_refresh(p)) {
-			e->err = -ESRCH;
-			return;
-		}
-		mod = dwfl_addrmodule(p->dwfl, addr);
+		/* Perhaps a library loaded after our last look at the maps. A
+		 * process already gone keeps what was known of it: its other
+		 * frames still resolve. */
+		if (proc_refresh(p, true) == 0)
+			mod = dwfl_addrmodule(p->dwfl, addr);
 	}
 	e->addr = addr;
 	e->err = -ENOENT;
@@ -276,15 +281,11 @@ int nt_symbolize(struct nt_symbolizer *s, uint32_t pid, uint64_t addr,
 		return -ENOMEM;
 	bool fresh = !e->addr;
 	/* A cached miss is looked up again once the maps have changed. */
-	int err = !fresh && e->no_module ? proc_refresh(p) : 0;
-	if (!err && (fresh || (e->no_module && e->gen != p->maps_gen))) {
+	if (!fresh && e->no_module)
+		proc_refresh(p, false);
+	if (fresh || (e->no_module && e->gen != p->maps_gen)) {
 		resolve(p, addr, e);
-		err = e->err == -ESRCH ? -ESRCH : 0;
-		p->n += fresh && !err;
-	}
-	if (err) {
-		nt_symbolizer_forget(s, pid);
-		return err;
+		p->n += fresh;
 	}
 	out->name = e->name;
 	out->offset = e->offset;

@@ -28,6 +28,10 @@ void nt_symbolizer_fini(struct nt_symbolizer *s);
  * or symbol covers the address (out->module may still be set). */
 int nt_symbolize(struct nt_symbolizer *s, uint32_t pid, uint64_t addr,
 		 struct nt_symbol *out);
-void nt_symbolizer_forget(struct nt_symbolizer *s, uint32_t pid);
+/* Drop what is known of a process if it was first read before `before_ns`
+ * (CLOCK_MONOTONIC, e.g. an exec's time: a map read after the exec, by a
+ * probe that held the process, stays). UINT64_MAX drops it whatever. */
+void nt_symbolizer_forget(struct nt_symbolizer *s, uint32_t pid,
+			  uint64_t before_ns);
 
 #endif
