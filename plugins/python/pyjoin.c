@@ -87,6 +87,7 @@ void pyj_join(uint32_t pid, uint32_t tid, uint64_t t,
 	const struct pyj_point *p, *best = NULL;
 
 	r->how = PYJ_NONE;
+	r->why = PYJ_WHY_OK;
 	r->stack = UINT32_MAX;
 	r->donor = 0;
 	p = pyj_before(own, t, PYJ_CPU);
@@ -101,23 +102,34 @@ void pyj_join(uint32_t pid, uint32_t tid, uint64_t t,
 		r->stack = p->stack;
 		return;
 	}
+	r->why = PYJ_WHY_PYTHON;
 	if (own_python || (own && own->n) || !off)
 		return;
+	r->why = PYJ_WHY_NODONOR;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t start = 0;
+		int o;
 
 		if (thr[i].pid != pid || thr[i].tid == tid || !thr[i].h)
 			continue;
 		p = pyj_before(thr[i].h, t, PYJ_IDLE);
 		if (!p || (best && p->ts <= best->ts))
 			continue;
-		if (off(arg, thr[i].tid, t, &start) != 1)
+		o = off(arg, thr[i].tid, t, &start);
+		if (o != 1) {
+			if (!best && r->why < PYJ_WHY_RUNNING)
+				r->why = o < 0 ? PYJ_WHY_UNKNOWN : PYJ_WHY_RUNNING;
 			continue;
+		}
 		/* the walk of this off-CPU period, or one it skipped as less
 		 * than a period after the previous walk; an older walk means
 		 * this period's own walk found no Python frame */
-		if (p->ts + lim->period_ns <= start)
+		if (p->ts + lim->period_ns <= start) {
+			if (!best)
+				r->why = PYJ_WHY_NOWALK;
 			continue;
+		}
+		r->why = PYJ_WHY_OK;
 		best = p;
 		r->how = PYJ_CROSS;
 		r->stack = p->stack;

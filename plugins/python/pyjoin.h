@@ -67,8 +67,21 @@ struct pyj_limits {
 
 enum pyj_how { PYJ_NONE = 0, PYJ_OWN, PYJ_OWN_AFTER, PYJ_CROSS };
 
+/* Why a launch found no stack (PYJ_NONE), for the counts of the log. */
+enum pyj_why {
+	PYJ_WHY_OK = 0,
+	PYJ_WHY_PYTHON,   /* a Python thread without a recent sample of its own */
+	PYJ_WHY_NODONOR,  /* no other Python thread of the process with a walk */
+	PYJ_WHY_UNKNOWN,  /* the donor's off-CPU history doesn't reach back to t */
+	PYJ_WHY_RUNNING,  /* the donor was on the CPU or preempted at t */
+	PYJ_WHY_NOWALK,   /* blocked, but its period's walk has no Python frame */
+	PYJ_WHY_N
+};
+
 struct pyj_result {
 	int how;        /* enum pyj_how */
+	int why;        /* enum pyj_why (PYJ_NONE: the reason of the last
+			 * candidate that came furthest) */
 	uint32_t stack; /* py_agg stack id (PYJ_NONE: UINT32_MAX) */
 	uint32_t donor; /* PYJ_CROSS: the blocked thread's tid */
 };

@@ -336,6 +336,8 @@ struct pyp {
 	bool in_bpf;
 	uint64_t unresolved; /* frames whose code object could not be read */
 	uint64_t inspected_ns; /* when it was last found (mono) */
+	uint64_t join_how[4];  /* CUDA launches by enum pyj_how */
+	uint64_t join_why[PYJ_WHY_N]; /* ... PYJ_NONE ones by enum pyj_why */
 };
 
 struct thr {
@@ -351,7 +353,8 @@ struct thr {
 	uint64_t oh_read, oh_cur_out;
 	bool oh_cur_preempted;
 	uint64_t ts_checked;      /* py_tstates looked up (launching threads) */
-	bool ts_python;           /* it has a Python thread state */
+	bool ts_python;           /* it has a Python thread state with a
+				   * Python frame */
 };
 
 struct py_plugin {
@@ -1633,29 +1636,39 @@ static int join_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
 			  t, start);
 }
 
-/* Does the launching thread have a Python thread state (py_tstates)? */
-static bool join_is_python(struct py_plugin *st, uint32_t pid, uint32_t tid,
+/*
+ * Is the launching thread a Python thread: one with a thread state
+ * (py_tstates) that runs Python code? A thread state alone doesn't say:
+ * PyTorch's autograd device threads (pt_autograd_N) take one as they start
+ * (PythonEngine::thread_init: gil_scoped_acquire, then gil_scoped_release
+ * for the thread's life) and never run a Python frame; they launch every
+ * backward kernel. So a thread state without a current Python frame, read
+ * now from the process, counts as not Python (checked again every 0.5 s).
+ */
+static bool join_is_python(struct py_plugin *st, struct pyp *p, uint32_t tid,
 			   uint64_t now)
 {
 	struct thr *t = py_map_get(&st->threads, tid);
 	struct py_tstate_ent te;
+	struct py_frame fr[1];
 
-	if (t && t->pid == pid && t->hist.n)
+	if (t && t->pid == p->pid && t->hist.n)
 		return true;
-	if (t && t->pid == pid && t->ts_checked && now - t->ts_checked < 500000000ull)
+	if (t && t->pid == p->pid && t->ts_checked && now - t->ts_checked < 500000000ull)
 		return t->ts_python;
-	t = thr_get(st, tid, pid);
+	t = thr_get(st, tid, p->pid);
 	if (!t)
 		return true; /* unknown: no cross-thread join */
 	t->ts_checked = now;
 	t->ts_python = bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.py_tstates),
-					   &tid, &te) == 0 && te.tstate;
+					   &tid, &te) == 0 && te.tstate &&
+		       py_walk((pid_t)p->pid, &p->layout, te.tstate, fr, 1) > 0;
 	return t->ts_python;
 }
 
 /* Which Python stack a launch at ev->ts_ns goes with (pyjoin.h). */
-static void join_pick(struct py_plugin *st, const struct nt_event_hdr *ev,
-		      struct pyj_result *r)
+static void join_pick(struct py_plugin *st, struct pyp *p,
+		      const struct nt_event_hdr *ev, struct pyj_result *r)
 {
 	struct pyj_thread cand[256];
 	struct pyj_limits lim = { .own_max_ns = 1000000000ull,
@@ -1670,7 +1683,7 @@ static void join_pick(struct py_plugin *st, const struct nt_event_hdr *ev,
 		uint64_t k;
 		void *v;
 
-		own_py = join_is_python(st, ev->pid, ev->tid, mono_ns());
+		own_py = join_is_python(st, p, ev->tid, mono_ns());
 		while (!own_py && n < NT_ARRAY_LEN(cand) &&
 		       py_map_next(&st->threads, &it, &k, &v)) {
 			struct thr *d = v;
@@ -1704,7 +1717,10 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	 * time of the launch may still wait in the ring (batched wake-ups) */
 	if (st->rb)
 		ring_buffer__consume(st->rb);
-	join_pick(st, ev, &jr);
+	join_pick(st, p, ev, &jr);
+	p->join_how[jr.how & 3]++;
+	if (jr.how == PYJ_NONE && jr.why < PYJ_WHY_N)
+		p->join_why[jr.why]++;
 	if (jr.how != PYJ_NONE)
 		fr = py_agg_stack_frames(st->agg, jr.stack, &nf);
 	if (!fr || !nf) {
@@ -1804,6 +1820,24 @@ static void proc_gone(struct py_plugin *st, uint32_t pid)
 			      "named (the process was gone before their code was read)",
 			      pid, (unsigned long long)all,
 			      (unsigned long long)p->unresolved);
+		if (p->join_how[0] + p->join_how[1] + p->join_how[2] + p->join_how[3])
+			st->host->log(st->inst, NT_LOG_INFO,
+				      "pid %u: CUDA launches joined with the launching thread's "
+				      "own stack %llu (+%llu by its next sample), lent a blocked "
+				      "thread's stack %llu; not joined %llu: Python thread "
+				      "without a recent sample %llu, no other Python thread "
+				      "walked %llu, blocked-thread history too short %llu, "
+				      "other thread running or preempted %llu, its block "
+				      "without a walk %llu", pid,
+				      (unsigned long long)p->join_how[PYJ_OWN],
+				      (unsigned long long)p->join_how[PYJ_OWN_AFTER],
+				      (unsigned long long)p->join_how[PYJ_CROSS],
+				      (unsigned long long)p->join_how[PYJ_NONE],
+				      (unsigned long long)p->join_why[PYJ_WHY_PYTHON],
+				      (unsigned long long)p->join_why[PYJ_WHY_NODONOR],
+				      (unsigned long long)p->join_why[PYJ_WHY_UNKNOWN],
+				      (unsigned long long)p->join_why[PYJ_WHY_RUNNING],
+				      (unsigned long long)p->join_why[PYJ_WHY_NOWALK]);
 	}
 	py_agg_forget(st->agg, pid);
 	while (py_map_next(&st->threads, &it, &k, &v))

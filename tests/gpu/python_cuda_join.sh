@@ -30,10 +30,18 @@ def train_step(net, opt, x, y):
     opt.step()
 net = Net().cuda(); opt = torch.optim.SGD(net.parameters(), lr=0.01)
 x = torch.randn(256, 512, device="cuda"); y = torch.randint(0, 10, (256,), device="cuda")
-t = time.time()
+def switches():
+    # the main thread's context switches (blocks: voluntary)
+    d = dict(l.split(":", 1) for l in open("/proc/self/status"))
+    return int(d["voluntary_ctxt_switches"]), int(d["nonvoluntary_ctxt_switches"])
+t = time.time(); steps = 0; v0, n0 = switches()
 while time.time() - t < 4:
     train_step(net, opt, x, y)
+    steps += 1
 torch.cuda.synchronize()
+v1, n1 = switches()
+print(f"train: {steps} steps in 4 s; main thread blocked {v1 - v0} times "
+      f"({(v1 - v0) / max(steps, 1):.2f} per step), preempted {n1 - n0} times")
 PYEOF
 cat > "$W/join.conf" <<CONF
 plugins = (
@@ -45,6 +53,7 @@ plugins = (
 CONF
 "$D/core/ntcore" -c "$W/join.conf" -- "$PY" "$W/train.py" > "$O/join.log" 2>&1
 echo "ntcore exit $?"
+grep -E "^train:|CUDA launches joined" "$O/join.log"
 "$PY" - "$W/join.jsonl" <<'PYEOF' | tee -a "$O/join.log"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]

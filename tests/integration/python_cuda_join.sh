@@ -2,10 +2,12 @@
 # Integration test of the python probe's CUDA join across threads (root,
 # real kernel, the cuda probe's fixture runtime instead of a GPU):
 # Debian's python3.11 loops forward() -> 20 launches from the Python thread
-# (on the CPU), backward() -> 20 launches from a plain pthread without a
-# Python thread state while the Python thread waits in pthread_join (off
-# the CPU), like PyTorch's autograd engine. Checks, from python.stack
-# events with state "cuda":
+# (on the CPU), backward() -> 20 launches from an engine thread
+# ("pt_autograd_0") while the Python thread waits on a condition variable
+# (off the CPU), like PyTorch's autograd engine. Run twice: the engine
+# thread without a Python thread state, and with one that never runs a
+# Python frame (what PyTorch's device threads hold). Checks, from
+# python.stack events with state "cuda", in each run:
 #   - >= 90 % of join_fwd_kernel launches are under forward(), joined with
 #     the launching thread's own stack (no hand-off marker);
 #   - >= 90 % of join_bwd_kernel launches are under backward() with the
@@ -36,13 +38,12 @@ cc -O1 -fno-omit-frame-pointer -shared -fPIC -o "$T/libjoin.so" \
 cat > "$T/train.py" <<'PYEOF'
 import ctypes, sys, time
 lib = ctypes.CDLL(sys.argv[1])
-if lib.join_init(sys.argv[2].encode()):
-    sys.exit("cannot load " + sys.argv[2])
+if lib.join_init(sys.argv[2].encode(), int(sys.argv[3])):
+    sys.exit("cannot load " + sys.argv[2] + " or start the engine thread")
 def forward():
     lib.join_forward(20)
 def backward():
-    if lib.join_backward(20):
-        sys.exit("pthread_create failed")
+    lib.join_backward(20)
 def train_step():
     forward()
     backward()
@@ -57,10 +58,12 @@ plugins = (
   { plugin = "file"; path = "$T/join.jsonl"; events = [ "python.stack", "cuda.launch" ]; }
 );
 CONF
+for PYSTATE in 0 1; do
+rm -f "$T/join.jsonl"
 LD_LIBRARY_PATH=$B/plugins/cuda "$NTCORE" -c "$T/join.conf" -- \
-	"$PY" "$T/train.py" "$T/libjoin.so" "$CUDART" > "$T/log" 2>&1 ||
-	{ cat "$T/log" >&2; fail "ntcore exited $?"; }
-"$PY" - "$T/join.jsonl" <<'PYEOF' || { tail -20 "$T/log" >&2; fail "see above"; }
+	"$PY" "$T/train.py" "$T/libjoin.so" "$CUDART" "$PYSTATE" > "$T/log" 2>&1 ||
+	{ cat "$T/log" >&2; fail "ntcore exited $? (engine thread state $PYSTATE)"; }
+"$PY" - "$T/join.jsonl" "$PYSTATE" <<'PYEOF' || { tail -20 "$T/log" >&2; fail "see above (engine thread state $PYSTATE)"; }
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 cuda = [e for e in ev if e["type"] == "python.stack" and e["state"] == "cuda"]
@@ -76,7 +79,7 @@ bwd_ok = count("join_bwd_kernel", lambda e: "backward (" in e["stack"].split(MAR
                and f"{MARK}{e['tid']} " in e["stack"])
 fwd_bad = count("join_fwd_kernel", lambda e: MARK in e["stack"])
 bwd_bad = count("join_bwd_kernel", lambda e: "forward (" in e["stack"])
-print(f"launches {launches}; fwd {fwd_all} ({fwd_ok} own under forward), "
+print(f"engine thread with a Python thread state: {sys.argv[2]}; launches {launches}; fwd {fwd_all} ({fwd_ok} own under forward), "
       f"bwd {bwd_all} ({bwd_ok} lent backward() with the marker); "
       f"wrong: fwd {fwd_bad}, bwd {bwd_bad}")
 for e in sorted(cuda, key=lambda e: -e["count"])[:4]:
@@ -87,4 +90,5 @@ ok = (fwd_all >= 500 and bwd_all >= 500 and fwd_all + bwd_all >= 0.95 * launches
       and fwd_bad == 0 and bwd_bad == 0)
 sys.exit(0 if ok else 1)
 PYEOF
+done
 echo "PASS python_cuda_join"
