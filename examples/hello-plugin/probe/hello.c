@@ -83,10 +83,8 @@ static int hello_attach(void *state)
 		h->host->log(h->inst, NT_LOG_ERROR, "cannot load or attach: %d", err);
 		return err;
 	}
-	h->ring = ring_buffer__new(bpf_map__fd(h->skel->maps.events), on_record, h, NULL);
-	if (!h->ring)
-		return -errno;
-	return h->host->watch_fd(h->inst, ring_buffer__epoll_fd(h->ring), 0);
+	return nt_bpf_ring_open(h->host, h->inst, h->skel->maps.events, on_record, h,
+				0, &h->ring);
 }
 
 static int hello_poll(void *state, uint32_t token, uint32_t budget)
