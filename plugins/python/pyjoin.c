@@ -68,7 +68,7 @@ int pyj_off_at(const struct py_offhist *h, uint64_t cur_out,
 
 		if (h->out[i] <= t && t < h->in[i]) {
 			*start = h->out[i];
-			return (h->preempted >> i) & 1 ? 0 : 1;
+			return (h->preempted[i / 64] >> (i % 64)) & 1 ? 0 : 1;
 		}
 		if (h->out[i] < oldest)
 			oldest = h->out[i];

@@ -450,6 +450,26 @@ int py_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* Where a thread blocks: its top Python frame, that frame's code object
+ * and instruction, mixed (0: unreadable). Same key, same stack, as far as
+ * the CUDA join is concerned. */
+static __always_inline __u64 block_key(const struct py_proc *pp, __u64 tstate)
+{
+	__u64 f = 0, code = 0, instr = 0;
+
+	if (rd64(tstate + pp->off.ts_frame, &f) || !f)
+		return 0;
+	if (pp->off.cframe_current != PY_NO_OFF &&
+	    (rd64(f + pp->off.cframe_current, &f) || !f))
+		return 0;
+	if (rd64(f + pp->off.frame_code, &code))
+		return 0;
+	rd64(f + pp->off.frame_instr, &instr);
+	if (pp->off.instr_is_int)
+		instr &= 0xffffffffull;
+	return (f ^ (code * 0x9e3779b97f4a7c15ull) ^ (instr << 17)) | 1;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
@@ -465,7 +485,7 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 	if (ppid && (pp = bpf_map_lookup_elem(&py_procs, &ppid)) &&
 	    nt_target_ok(ppid)) {
 		__u32 tid = prev->pid;
-		__u64 ts;
+		__u64 ts, key;
 
 		/* preempted: still runnable (a user-mode thread whose slice
 		 * ran out switches with preempt false but TASK_RUNNING) */
@@ -474,20 +494,36 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
 		/* Blocking and preemption have a walk budget each (one per
 		 * period): a preempted walk must not make the next block go
-		 * unwalked, or the block would keep the preempted stack. */
-		if (!oc || now - (preempt ? oc->walk_ns : oc->vwalk_ns) >= period_ns) {
+		 * unwalked, or the block would keep the preempted stack. A
+		 * block somewhere else than the last walked one (block_key) is
+		 * walked whatever the budget: the CUDA join lends a blocked
+		 * thread's latest walk, which must be of the same place. */
+		key = 0;
+		ts = 0;
+		if (oc && !preempt && now - oc->vwalk_ns < period_ns) {
 			ts = find_tstate(pp, tid, now);
+			key = ts ? block_key(pp, ts) : 0;
+		}
+		if (!oc || now - (preempt ? oc->walk_ns : oc->vwalk_ns) >= period_ns ||
+		    (key && key != oc->vkey)) {
+			if (!ts)
+				ts = find_tstate(pp, tid, now);
+			if (!preempt && !key && ts)
+				key = block_key(pp, ts);
 			if (ts && sample_current(ctx, pp, PY_REC_IDLE, preempt ? 1 : 0,
 						 ts, SCR_SWITCH) > 0) {
 				struct py_offcpu v = { .out_ns = now, .walk_ns = now,
 						       .vwalk_ns = preempt ? 0 : now,
-						       .preempted = preempt };
+						       .preempted = preempt,
+						       .vkey = preempt ? 0 : key };
 
 				stat_inc(PY_STAT_IDLE);
 				if (oc) {
 					oc->walk_ns = now;
-					if (!preempt)
+					if (!preempt) {
 						oc->vwalk_ns = now;
+						oc->vkey = key;
+					}
 					oc->out_ns = now;
 					oc->preempted = preempt;
 				} else {
@@ -522,9 +558,9 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 				h->out[i] = oc->out_ns;
 				h->in[i] = now;
 				if (oc->preempted)
-					h->preempted |= 1ULL << i;
+					h->preempted[i / 64] |= 1ULL << (i % 64);
 				else
-					h->preempted &= ~(1ULL << i);
+					h->preempted[i / 64] &= ~(1ULL << (i % 64));
 				h->pos++;
 			}
 			if (!oc->acc_ns)

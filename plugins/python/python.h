@@ -178,21 +178,24 @@ struct py_offcpu {
 	__u64 vwalk_ns;    /* last walk as it blocked (not preempted) */
 	__u32 preempted;   /* the period in progress began by a preemption */
 	__u32 pad_;
+	__u64 vkey;        /* where the last walk as it blocked was: top
+			    * frame, its code object and instruction (0:
+			    * unknown); a block elsewhere is walked anyway */
 };
 
 /*
  * The last PY_OFFHIST completed off-CPU periods of a Python thread (BPF map
  * py_offhist, key: tid; `idle = true`): [out[i], in[i]) for i < pos, slot
- * i % PY_OFFHIST; bit i of `preempted`: that period began by a
+ * i % PY_OFFHIST; bit i of `preempted` (i % 64 of word i / 64): that period began by a
  * preemption (runnable, not waiting). The CUDA join reads it to tell
  * whether a thread was blocked when another thread of its process
  * launched a kernel.
  */
-#define PY_OFFHIST 64
+#define PY_OFFHIST 256
 struct py_offhist {
 	__u32 pos; /* periods recorded so far */
 	__u32 pad_;
-	__u64 preempted;
+	__u64 preempted[PY_OFFHIST / 64];
 	__u64 out[PY_OFFHIST];
 	__u64 in[PY_OFFHIST];
 };

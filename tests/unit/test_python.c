@@ -590,7 +590,7 @@ START_TEST(join_off_at)
 	/* periods 0..7 were overwritten: 75 ms is before the history */
 	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, T0 + 75 * MS, &start), -1);
 	/* a preempted thread is runnable, not waiting: not blocked */
-	h.preempted |= 1ULL << ((PY_OFFHIST + 7) % PY_OFFHIST);
+	h.preempted[((PY_OFFHIST + 7) % PY_OFFHIST) / 64] |= 1ULL << ((PY_OFFHIST + 7) % 64);
 	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, last + 2 * MS, &start), 0);
 	ck_assert_int_eq(pyj_off_at(&h, 0, false, rd, T0 + 80 * MS, &start), 1);
 	ck_assert_int_eq(pyj_off_at(&h, last + 50 * MS, true, rd, last + 60 * MS, &start), 0);
@@ -650,7 +650,8 @@ START_TEST(join_cross_thread)
 	 * its own budget); the preempted stack is never lent */
 	pyj_note(&main_h, T0 + 25 * MS + 10000, 1, PYJ_PREEMPT);
 	off_add(&off[0], T0 + 25 * MS, T0 + 26 * MS);
-	off[0].h.preempted |= 1ULL << ((off[0].h.pos - 1) % PY_OFFHIST);
+	off[0].h.preempted[((off[0].h.pos - 1) % PY_OFFHIST) / 64] |=
+		1ULL << ((off[0].h.pos - 1) % 64);
 	pyj_note(&main_h, T0 + 27 * MS + 10000, 2, PYJ_IDLE);
 	off_add(&off[0], T0 + 27 * MS, T0 + 29 * MS);
 	pyj_join(100, 200, T0 + 25 * MS + 500000, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
@@ -670,16 +671,19 @@ START_TEST(join_cross_thread)
 	pyj_join(100, 200, T0 + 70 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
 	ck_assert_uint_eq(r.stack, UINT32_MAX);
+	ck_assert_int_eq(r.why, PYJ_WHY_UNKNOWN);
 	off[1].cur_out = T0 + 2 * MS;
 	/* another process's non-Python thread: never pid 100's stacks */
 	off[0].calls = off[1].calls = 0;
 	pyj_join(999, 300, T0 + 10 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
+	ck_assert_int_eq(r.why, PYJ_WHY_NODONOR);
 	ck_assert_int_eq(off[0].calls + off[1].calls, 0);
 	/* a Python thread without a recent sample of its own is not lent
 	 * another thread's stack */
 	pyj_join(100, 102, T0 + 10 * MS, NULL, true, thr, 2, fake_off_at, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
+	ck_assert_int_eq(r.why, PYJ_WHY_PYTHON);
 	/* without off-CPU bookkeeping (idle = false): no cross-thread join */
 	pyj_join(100, 200, T0 + 10 * MS, NULL, false, thr, 2, NULL, NULL, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
