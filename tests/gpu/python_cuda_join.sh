@@ -99,11 +99,12 @@ for e in sorted(cross, key=lambda e: -e["count"])[:3]:
     print(f"  {e['count']:7d}  ...{e['stack'][-500:]}")
 # Forward launches come from the Python thread and carry its frames. The
 # backward ones come from autograd's own threads: they must be lent the
-# frames of the Python thread blocked in backward() (>= 50% of the launches
-# of backward kernels; the rest fall where the main thread was not off the
-# CPU yet or any more), and what crosses threads must be backward() (>= 90%).
+# frames of the Python thread blocked in backward() (>= 90% of the launches
+# of backward kernels; the rest may fall where the main thread was not off
+# the CPU yet, or was preempted), and what crosses threads must be
+# backward() (>= 90%). On an H200 (docs/validation-python.md) both are 100%.
 ok = (launches > 0 and fwd > 0 and sum(e["count"] for e in cuda) == launches
-      and n_bk > 0 and bk_ok >= 0.5 * n_bk and n_cross > 0
+      and n_bk > 0 and bk_ok >= 0.9 * n_bk and n_cross > 0
       and cross_bwd >= 0.9 * n_cross)
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)

@@ -85,7 +85,8 @@ print(f"engine thread with a Python thread state: {sys.argv[2]}; launches {launc
 for e in sorted(cuda, key=lambda e: -e["count"])[:4]:
     print(f"  {e['count']:5d} {e['comm']} {e['stack'][-260:]}")
 # launches before the python probe attached to the process are not joined
-ok = (fwd_all >= 500 and bwd_all >= 500 and fwd_all + bwd_all >= 0.95 * launches
+# (on a loaded 2-CPU machine the first 0.2-0.3 s: up to 6 % of them)
+ok = (fwd_all >= 500 and bwd_all >= 500 and fwd_all + bwd_all >= 0.9 * launches
       and fwd_ok >= 0.9 * fwd_all and bwd_ok >= 0.9 * bwd_all
       and fwd_bad == 0 and bwd_bad == 0)
 sys.exit(0 if ok else 1)
