@@ -9,7 +9,10 @@ set -euo pipefail
 B=${1:-/tmp/gpubuild}
 S=$(mktemp -d /tmp/gpubundle.XXXXXX)
 trap 'rm -rf "$S"' EXIT
-[ -f "$B/build.ninja" ] || meson setup "$B" -Dplugins=cuda,python,stdout,file >/dev/null
+# ALL=1: every plugin (tests/gpu/training_conf.sh); else what the cuda,
+# detectors and python checks need.
+if [ "${ALL:-0}" = 1 ]; then plugins=all; else plugins=cuda,python,stdout,file; fi
+[ -f "$B/build.ninja" ] || meson setup "$B" -Dplugins=$plugins >/dev/null
 ninja -C "$B" >/dev/null
 mkdir -p "$S/core" "$S/plugins/cuda/detectors" "$S/plugins/python" "$S/sinks/file" "$S/sinks/stdout"
 cp "$B/core/ntcore" "$S/core/"
@@ -18,6 +21,14 @@ cp "$B"/plugins/cuda/detectors/*.so "$S/plugins/cuda/detectors/"
 cp "$B/plugins/python/python.so" "$S/plugins/python/"
 cp "$B/sinks/file/file.so" "$S/sinks/file/"
 cp "$B/sinks/stdout/stdout.so" "$S/sinks/stdout/"
+if [ "${ALL:-0}" = 1 ]; then
+	for p in sched mem io net; do
+		mkdir -p "$S/plugins/$p" && cp "$B/plugins/$p/$p.so" "$S/plugins/$p/"
+	done
+	for p in prometheus grpc; do
+		mkdir -p "$S/sinks/$p" && cp "$B/sinks/$p/$p.so" "$S/sinks/$p/"
+	done
+fi
 rm -rf .device
 "${DEVICE_BUNDLE:-../shared/tools/device-bundle}" "$S" .device
 grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
