@@ -16,6 +16,9 @@ struct series {
 
 struct nt_metric {
 	struct nt_registry *reg;
+	/* Guards this family's series: an update or a scrape of one family
+	 * never waits on another. Families live until the registry's fini. */
+	pthread_mutex_t lock;
 	struct nt_metric_desc desc; /* strings below are owned copies */
 	char *name, *help;
 	char **label_names;
@@ -58,6 +61,7 @@ static void family_free(struct nt_metric *m)
 	free(m->buckets);
 	free(m->name);
 	free(m->help);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
@@ -87,6 +91,7 @@ static struct nt_metric *family_new(struct nt_registry *reg,
 	if (!m)
 		return NULL;
 	m->reg = reg;
+	pthread_mutex_init(&m->lock, NULL);
 	m->desc = *d;
 	m->name = dup_or_empty(d->name);
 	m->help = dup_or_empty(d->help);
@@ -303,20 +308,20 @@ static struct series *series_get(struct nt_metric *m, const char *const *labels,
 
 void nt_metric_add(struct nt_metric *m, const char *const *labels, double delta)
 {
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s)
 		s->value += delta;
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 void nt_metric_set(struct nt_metric *m, const char *const *labels, double value)
 {
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s)
 		s->value = value;
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 void nt_metric_observe(struct nt_metric *m, const char *const *labels,
@@ -324,7 +329,7 @@ void nt_metric_observe(struct nt_metric *m, const char *const *labels,
 {
 	if (m->desc.type != NT_METRIC_HISTOGRAM)
 		return;
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s) {
 		uint32_t b = 0;
@@ -334,7 +339,7 @@ void nt_metric_observe(struct nt_metric *m, const char *const *labels,
 		s->count++;
 		s->sum += value;
 	}
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 void nt_metric_hist_set(struct nt_metric *m, const char *const *labels,
@@ -342,7 +347,7 @@ void nt_metric_hist_set(struct nt_metric *m, const char *const *labels,
 {
 	if (m->desc.type != NT_METRIC_HISTOGRAM)
 		return;
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s) {
 		s->count = 0;
@@ -352,12 +357,12 @@ void nt_metric_hist_set(struct nt_metric *m, const char *const *labels,
 		}
 		s->sum = sum;
 	}
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 void nt_metric_remove(struct nt_metric *m, const char *const *labels)
 {
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, false);
 	if (s) {
 		size_t pos = (size_t)(s - m->series);
@@ -365,51 +370,60 @@ void nt_metric_remove(struct nt_metric *m, const char *const *labels)
 		m->series[pos] = m->series[--m->n_series];
 		index_rebuild(m, m->index_cap);
 	}
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 }
 
 double nt_metric_value(struct nt_metric *m, const char *const *labels)
 {
 	double v = 0;
 
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, false);
 	if (s)
 		v = m->desc.type == NT_METRIC_HISTOGRAM ? (double)s->count
 							: s->value;
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 	return v;
 }
 
 uint64_t nt_metric_overflow(struct nt_metric *m)
 {
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	uint64_t n = m->overflow;
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 	return n;
 }
 
 size_t nt_metric_series_count(struct nt_metric *m)
 {
-	pthread_mutex_lock(&m->reg->lock);
+	pthread_mutex_lock(&m->lock);
 	size_t n = m->n_series;
-	pthread_mutex_unlock(&m->reg->lock);
+	pthread_mutex_unlock(&m->lock);
 	return n;
 }
 
 int nt_registry_visit(struct nt_registry *reg, nt_metric_visit_fn fn, void *arg)
 {
 	struct nt_metric_series *view = NULL;
-	size_t view_cap = 0;
+	size_t view_cap = 0, n_families;
 	int stop = 0;
 
+	/* Families are only ever appended, and freed at fini: the count read
+	 * under the registry lock bounds a safe walk. Each family is seen
+	 * whole (no torn histogram) under its own lock. */
 	pthread_mutex_lock(&reg->lock);
-	for (size_t f = 0; f < reg->n_families && !stop; f++) {
+	n_families = reg->n_families;
+	pthread_mutex_unlock(&reg->lock);
+	for (size_t f = 0; f < n_families && !stop; f++) {
+		pthread_mutex_lock(&reg->lock);
 		struct nt_metric *m = reg->families[f];
+		pthread_mutex_unlock(&reg->lock);
+		pthread_mutex_lock(&m->lock);
 		if (m->n_series > view_cap) {
 			struct nt_metric_series *grown =
 				realloc(view, m->n_series * sizeof(*grown));
 			if (!grown) {
+				pthread_mutex_unlock(&m->lock);
 				stop = -1;
 				break;
 			}
@@ -427,8 +441,8 @@ int nt_registry_visit(struct nt_registry *reg, nt_metric_visit_fn fn, void *arg)
 			};
 		}
 		stop = fn(arg, &m->desc, view, (uint32_t)m->n_series, m->overflow);
+		pthread_mutex_unlock(&m->lock);
 	}
-	pthread_mutex_unlock(&reg->lock);
 	free(view);
 	return stop < 0 ? -1 : 0;
 }

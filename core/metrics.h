@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The metric registry: families of counters, gauges and histograms with
- * bounded label sets. Thread-safe (one mutex): plugins update from the loop,
- * sinks read from their own threads through nt_registry_visit, which sees a
- * consistent snapshot. The registry owns copies of every string it keeps, so
+ * bounded label sets. Thread-safe: the registry's mutex guards the list of
+ * families, each family's own mutex its series, so plugins update from the
+ * loop while a sink reads from its own thread through nt_registry_visit,
+ * which sees each family whole (a consistent snapshot per family) and holds
+ * one family at a time. The registry owns copies of every string it keeps, so
  * a family outlives the plugin that registered it (SIGHUP reload).
  */
 #ifndef NTCORE_CORE_METRICS_H

@@ -165,9 +165,10 @@ struct nt_metric_series {
 };
 
 /*
- * Called once per family, under the registry lock: the snapshot is consistent
- * (no family changes while it is visited). Everything passed is borrowed for
- * the duration of the call. Return non-zero to stop the visit.
+ * Called once per family, under that family's lock: each family is seen
+ * whole (no torn histogram, no series half updated), while updates to other
+ * families go on. Everything passed is borrowed for the duration of the
+ * call. Return non-zero to stop the visit.
  */
 typedef int (*nt_metric_visit_fn)(void *arg, const struct nt_metric_desc *desc,
 				  const struct nt_metric_series *series,

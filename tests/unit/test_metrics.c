@@ -1,5 +1,6 @@
 /* The metric registry: series, bounded cardinality, histograms, snapshot. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,6 +124,62 @@ START_TEST(histograms)
 }
 END_TEST
 
+struct other {
+	struct nt_metric *b;
+	int visited;
+};
+
+static void *add_to_b(void *arg)
+{
+	struct other *o = arg;
+	const char *l[1] = {"x"};
+
+	nt_metric_add(o->b, l, 1);
+	return NULL;
+}
+
+/* While a scrape holds one family, another family's update completes: with
+ * a registry-wide lock this join would never return. */
+static int visit_and_update_other(void *arg, const struct nt_metric_desc *desc,
+				  const struct nt_metric_series *series, uint32_t n,
+				  uint64_t overflow)
+{
+	struct other *o = arg;
+	pthread_t t;
+
+	(void)series;
+	(void)n;
+	(void)overflow;
+	if (strcmp(desc->name, "ntcore_a_total") == 0) {
+		pthread_create(&t, NULL, add_to_b, o);
+		pthread_join(t, NULL);
+		o->visited++;
+	}
+	return 0;
+}
+
+START_TEST(a_scrape_holds_one_family_at_a_time)
+{
+	struct nt_registry reg;
+	const char *why;
+	struct nt_metric_desc a = {.name = "ntcore_a_total", .help = "h",
+				   .type = NT_METRIC_COUNTER, .n_labels = 1,
+				   .label_names = pid_label};
+	struct nt_metric_desc b = a;
+	struct other o = {0};
+	const char *l[1] = {"x"};
+
+	b.name = "ntcore_b_total";
+	nt_registry_init(&reg);
+	nt_metric_add(nt_registry_register(&reg, &a, &why), l, 1);
+	o.b = nt_registry_register(&reg, &b, &why);
+	nt_registry_visit(&reg, visit_and_update_other, &o);
+	ck_assert_int_eq(o.visited, 1);
+	ck_assert_double_eq(nt_metric_value(o.b, l), 1);
+	nt_registry_fini(&reg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("metrics");
@@ -133,6 +190,7 @@ int main(void)
 	tcase_add_test(tc, counters_and_gauges);
 	tcase_add_test(tc, cardinality_is_bounded);
 	tcase_add_test(tc, histograms);
+	tcase_add_test(tc, a_scrape_holds_one_family_at_a_time);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
