@@ -4,9 +4,9 @@
  * libmicrohttpd. Threads: the HTTP server runs in libmicrohttpd's own polling
  * thread and touches only host->metrics_visit and host->metric_* (the two
  * host entry points that plugin.h declares thread-safe); it never logs and
- * never runs on the event loop. A scrape renders the whole body while the
- * visit holds the registry lock (one consistent snapshot, no torn histogram),
- * then the lock is released and the buffer is sent.
+ * never runs on the event loop. A scrape renders the whole body during the
+ * visit, which holds one family's lock at a time (each family whole, no torn
+ * histogram), then the buffer is sent.
  *
  * The loop-side part is tiny: consume() counts alerts into
  * ntcore_prometheus_alerts_total so dashboards can graph them.
@@ -197,7 +197,7 @@ static enum MHD_Result serve_metrics(struct prom *st, struct MHD_Connection *c)
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 
-	/* After the visit: the registry lock is free again. */
+	/* After the visit: no family lock is held any more. */
 	st->host->metric_add(st->m_scrapes, NULL, 1);
 	st->host->metric_observe(st->m_duration, NULL, t1 - t0);
 	st->host->metric_set(st->m_samples, NULL, (double)samples);
