@@ -318,22 +318,72 @@ static int instances_load(struct nt_daemon *d)
 	return d->insts ? status : 1;
 }
 
-/* Init, then attach probes first so sinks and detectors see the first
- * events; returns 0, 1 (a required plugin failed) or 2 (config error). */
+/* The bus's flow: probes publish, detectors read and publish alerts, sinks
+ * write out. Start-up walks it backwards (a sink is ready before the first
+ * event reaches it), shutdown forwards (nothing flushes before what feeds
+ * it has). */
+static const uint32_t flow_order[] = {NT_KIND_PROBE, NT_KIND_DETECTOR,
+				      NT_KIND_SINK};
+
+typedef int (*nt_instance_fn)(struct nt_daemon *d, struct nt_instance *inst);
+
+/* fn on every instance, kind by kind in flow order (reversed when
+ * `backwards`), config order within a kind; stops at the first non-zero. */
+static int for_each_in_flow(struct nt_daemon *d, bool backwards,
+			    nt_instance_fn fn)
+{
+	size_t n_kinds = NT_ARRAY_LEN(flow_order);
+
+	for (size_t k = 0; k < n_kinds; k++) {
+		uint32_t kind = flow_order[backwards ? n_kinds - 1 - k : k];
+		for (size_t i = 0; i < d->n_insts; i++) {
+			int status;
+			if (d->insts[i]->lib.desc.kind == kind &&
+			    (status = fn(d, d->insts[i])))
+				return status;
+		}
+	}
+	return 0;
+}
+
+static int attach_one(struct nt_daemon *d, struct nt_instance *inst)
+{
+	(void)d;
+	return instance_attach(inst);
+}
+
+static int flush_one(struct nt_daemon *d, struct nt_instance *inst)
+{
+	/* Sinks that print the self-metrics at flush see final numbers. */
+	if (inst->lib.desc.kind == NT_KIND_SINK)
+		nt_daemon_sync_self_metrics(d);
+	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, flush))
+		inst->lib.desc.flush(inst->state);
+	return 0;
+}
+
+static int detach_one(struct nt_daemon *d, struct nt_instance *inst)
+{
+	(void)d;
+	nt_instance_unwatch(inst);
+	if (inst->st == NT_ST_ATTACHED) {
+		inst->lib.desc.detach(inst->state);
+		set_state(inst, NT_ST_DETACHED);
+	}
+	return 0;
+}
+
+/* Init every instance, then attach sinks, detectors, probes; returns 0, 1
+ * (a required plugin failed) or 2 (config error). */
 static int instances_start(struct nt_daemon *d)
 {
-	static const uint32_t attach_order[] = {NT_KIND_SINK, NT_KIND_DETECTOR,
-						NT_KIND_PROBE};
 	int status;
 
 	for (size_t i = 0; i < d->n_insts; i++)
 		if ((status = instance_init(d, d->insts[i])))
 			return status;
-	for (size_t k = 0; k < NT_ARRAY_LEN(attach_order); k++)
-		for (size_t i = 0; i < d->n_insts; i++)
-			if (d->insts[i]->lib.desc.kind == attach_order[k] &&
-			    (status = instance_attach(d->insts[i])))
-				return status;
+	if ((status = for_each_in_flow(d, true, attach_one)))
+		return status;
 	size_t live = 0;
 	for (size_t i = 0; i < d->n_insts; i++)
 		live += d->insts[i]->st == NT_ST_ATTACHED;
@@ -344,9 +394,10 @@ static int instances_start(struct nt_daemon *d)
 	return 0;
 }
 
+/* Read what the probes still hold (and the core's exit ring), then flush
+ * probes (their final reports go on the bus), detectors, sinks. */
 static void instances_drain(struct nt_daemon *d)
 {
-	/* Probes first, then the core's exit ring, so sinks get everything. */
 	for (int round = 0; round < 4; round++) {
 		int handled = 0;
 		for (size_t i = 0; i < d->n_insts; i++)
@@ -356,41 +407,13 @@ static void instances_drain(struct nt_daemon *d)
 		if (handled <= 0)
 			break;
 	}
-	/* Probes flush first (their final reports go on the bus), then the
-	 * detectors that read them, then the sinks that write it all out. */
-	static const uint32_t flush_order[] = {NT_KIND_PROBE, NT_KIND_DETECTOR,
-					       NT_KIND_SINK};
-	for (size_t k = 0; k < NT_ARRAY_LEN(flush_order); k++) {
-		/* Sinks that print the self-metrics at flush see final numbers. */
-		if (flush_order[k] == NT_KIND_SINK)
-			nt_daemon_sync_self_metrics(d);
-		for (size_t i = 0; i < d->n_insts; i++) {
-			struct nt_instance *inst = d->insts[i];
-			if (inst->lib.desc.kind == flush_order[k] &&
-			    inst->st == NT_ST_ATTACHED &&
-			    NT_DESC_HAS(&inst->lib.desc, flush))
-				inst->lib.desc.flush(inst->state);
-		}
-	}
+	for_each_in_flow(d, false, flush_one);
 }
 
 static void instances_stop(struct nt_daemon *d)
 {
-	static const uint32_t detach_order[] = {NT_KIND_PROBE, NT_KIND_DETECTOR,
-						NT_KIND_SINK};
-
 	instances_drain(d);
-	for (size_t k = 0; k < NT_ARRAY_LEN(detach_order); k++)
-		for (size_t i = 0; i < d->n_insts; i++) {
-			struct nt_instance *inst = d->insts[i];
-			if (inst->lib.desc.kind != detach_order[k])
-				continue;
-			nt_instance_unwatch(inst);
-			if (inst->st == NT_ST_ATTACHED) {
-				inst->lib.desc.detach(inst->state);
-				set_state(inst, NT_ST_DETACHED);
-			}
-		}
+	for_each_in_flow(d, false, detach_one);
 }
 
 static void instances_free(struct nt_daemon *d)
