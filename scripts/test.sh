@@ -19,8 +19,11 @@ mapfile -t again < <(python3 - "$logs/testlog-main.json" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    if r["result"] not in ("OK", "EXPECTEDFAIL", "SKIP") and "integration" in r.get("suite", []):
-        print(r["name"].split(" / ", 1)[-1])
+    # names read "project:suite+suite / test"
+    suites, _, test = r["name"].partition(" / ")
+    if r["result"] not in ("OK", "EXPECTEDFAIL", "SKIP") and \
+            "integration" in suites.split(":", 1)[-1].split("+"):
+        print(test)
 PY
 )
 rm -f "$logs/testlog-again.json"
