@@ -28,6 +28,12 @@ struct sym_entry {
 	uint32_t gen;     /* maps generation a miss was seen in */
 };
 
+/* One file-backed mapping of /proc/PID/maps. */
+struct file_map {
+	uint64_t start, end;
+	char *path;
+};
+
 struct nt_sym_proc {
 	uint32_t pid;
 	Dwfl *dwfl;
@@ -35,6 +41,8 @@ struct nt_sym_proc {
 	uint64_t refreshed_ns;
 	uint64_t created_ns;     /* CLOCK_MONOTONIC of the first report */
 	uint64_t maps_hash;      /* of /proc/PID/maps at the last report */
+	struct file_map *maps;   /* its file-backed mappings, by address */
+	size_t n_maps;
 	uint32_t maps_gen;       /* bumped whenever the maps changed */
 	struct sym_entry *slots; /* open addressing on addr */
 	size_t n, cap;
@@ -70,11 +78,21 @@ static void cache_clear(struct nt_sym_proc *p)
 	p->n = p->cap = 0;
 }
 
+static void maps_free(struct nt_sym_proc *p)
+{
+	for (size_t i = 0; i < p->n_maps; i++)
+		free(p->maps[i].path);
+	free(p->maps);
+	p->maps = NULL;
+	p->n_maps = 0;
+}
+
 static void proc_free(struct nt_sym_proc *p)
 {
 	if (!p)
 		return;
 	cache_clear(p);
+	maps_free(p);
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
 	free(p);
@@ -98,35 +116,125 @@ void nt_symbolizer_forget(struct nt_symbolizer *s, uint32_t pid,
 		}
 }
 
-/* FNV-1a of /proc/PID/maps: whether the process mapped or unmapped
- * anything since the last look, for the price of one read. */
-static int maps_hash(uint32_t pid, uint64_t *out)
+static void maps_add(struct file_map **maps, size_t *n, size_t *cap,
+		     const char *line)
 {
-	char path[64], buf[65536];
-	uint64_t h = 1469598103934665603ull;
-	ssize_t n;
+	unsigned long long start, end;
+	int path_at = 0;
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ESRCH;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		for (ssize_t i = 0; i < n; i++)
-			h = (h ^ (uint8_t)buf[i]) * 1099511628211ull;
-	close(fd);
-	*out = h;
-	return n < 0 ? -ESRCH : 0;
+	if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &path_at) < 2 ||
+	    !path_at || line[path_at] != '/')
+		return;
+	if (*n == *cap) {
+		size_t grown_cap = *cap ? *cap * 2 : 64;
+		struct file_map *grown = realloc(*maps, grown_cap * sizeof(*grown));
+		if (!grown)
+			return;
+		*maps = grown;
+		*cap = grown_cap;
+	}
+	char *path = strdup(line + path_at);
+	if (!path)
+		return;
+	path[strcspn(path, "\n")] = '\0';
+	(*maps)[(*n)++] = (struct file_map){start, end, path};
 }
 
-/* Report the process's modules. After the first time modules already known
- * are kept (dwfl_report_begin_add): re-reading libtorch_cuda.so's symbol
- * table costs about a second, a new library only its own. */
-static int proc_report(struct nt_sym_proc *p, bool first)
+/* Read /proc/PID/maps: its FNV-1a hash (whether the process mapped or
+ * unmapped anything since the last look) and, when `keep`, its file-backed
+ * mappings (which file really lies at an address). */
+static int maps_read(struct nt_sym_proc *p, uint64_t *hash, bool keep)
 {
-	if (first)
-		dwfl_report_begin(p->dwfl);
-	else
-		dwfl_report_begin_add(p->dwfl);
+	char path[64], line[4096 + 256];
+	uint64_t h = 1469598103934665603ull;
+	struct file_map *maps = NULL;
+	size_t n = 0, cap = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		for (const char *c = line; *c; c++)
+			h = (h ^ (uint8_t)*c) * 1099511628211ull;
+		if (keep)
+			maps_add(&maps, &n, &cap, line);
+	}
+	fclose(f);
+	*hash = h;
+	if (keep) {
+		maps_free(p);
+		p->maps = maps;
+		p->n_maps = n;
+	}
+	return 0;
+}
+
+/* The file mapped at addr, NULL if none (the maps are sorted). */
+static const char *mapped_file(const struct nt_sym_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->n_maps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (addr < p->maps[mid].start)
+			hi = mid;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return p->maps[mid].path;
+	}
+	return NULL;
+}
+
+struct module_query {
+	const char *path;
+	uint64_t addr;
+	Dwfl_Module *found;
+};
+
+static int match_module(Dwfl_Module *mod, void **userdata, const char *name,
+			Dwarf_Addr start, void *arg)
+{
+	struct module_query *q = arg;
+	Dwarf_Addr low, high;
+
+	(void)userdata;
+	(void)start;
+	dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL);
+	if (name && strcmp(name, q->path) == 0 && q->addr >= low && q->addr < high) {
+		q->found = mod;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
+/* dwfl spans a module from its first to its last segment; a library mapped
+ * later into a hole between another library's segments falls inside that
+ * span. Trust the maps for which file is at the address. */
+static Dwfl_Module *module_at(struct nt_sym_proc *p, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, addr);
+	const char *file = mapped_file(p, addr);
+
+	if (!mod || !file)
+		return mod;
+	const char *name = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (name && strcmp(name, file) == 0)
+		return mod;
+	struct module_query q = {.path = file, .addr = addr};
+	dwfl_getmodules(p->dwfl, match_module, &q, 0);
+	return q.found ? q.found : mod;
+}
+
+/* Report the process's modules. dwfl keeps a module re-reported with the
+ * same name and range, with everything it loaded (libtorch_cuda.so's
+ * symbol table costs about a second), and drops the others: a full report
+ * is right where "add" would keep a stale range that a library mapped
+ * since now falls into. */
+static int proc_report(struct nt_sym_proc *p)
+{
+	dwfl_report_begin(p->dwfl);
 	int err = dwfl_linux_proc_report(p->dwfl, (pid_t)p->pid);
 	dwfl_report_end(p->dwfl, NULL, NULL);
 	p->refreshed_ns = now_ns();
@@ -144,13 +252,14 @@ static int proc_refresh(struct nt_sym_proc *p, bool always)
 	if (!always && now_ns() - p->refreshed_ns <= REFRESH_NS)
 		return 0;
 	p->refreshed_ns = now_ns();
-	if (maps_hash(p->pid, &hash))
+	if (maps_read(p, &hash, false))
 		return -ESRCH;
 	if (hash == p->maps_hash)
 		return 0;
-	p->maps_hash = hash;
+	if (maps_read(p, &p->maps_hash, true))
+		return -ESRCH;
 	p->maps_gen++;
-	return proc_report(p, false) ? -ESRCH : 0;
+	return proc_report(p) ? -ESRCH : 0;
 }
 
 static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
@@ -173,7 +282,7 @@ static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
 	p->last_use = ++s->clock;
 	p->created_ns = now_ns();
 	p->dwfl = dwfl_begin(&proc_callbacks);
-	if (!p->dwfl || maps_hash(pid, &p->maps_hash) || proc_report(p, true) != 0) {
+	if (!p->dwfl || maps_read(p, &p->maps_hash, true) || proc_report(p) != 0) {
 		proc_free(p);
 		return NULL;
 	}
@@ -197,16 +306,16 @@ static char *demangle(const char *name)
 
 static void resolve(struct nt_sym_proc *p, uint64_t addr, struct sym_entry *e)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, addr);
+	Dwfl_Module *mod = module_at(p, addr);
 	GElf_Off offset = 0;
 	GElf_Sym sym;
 
-	if (!mod) {
+	if (!mod || !mapped_file(p, addr)) {
 		/* Perhaps a library loaded after our last look at the maps. A
 		 * process already gone keeps what was known of it: its other
 		 * frames still resolve. */
 		if (proc_refresh(p, true) == 0)
-			mod = dwfl_addrmodule(p->dwfl, addr);
+			mod = module_at(p, addr);
 	}
 	e->addr = addr;
 	e->err = -ENOENT;
