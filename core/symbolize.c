@@ -154,13 +154,21 @@ static int maps_read(struct nt_sym_proc *p, uint64_t *hash, bool keep)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
+	size_t lines = 0;
 	while (fgets(line, sizeof(line), f)) {
 		for (const char *c = line; *c; c++)
 			h = (h ^ (uint8_t)*c) * 1099511628211ull;
 		if (keep)
 			maps_add(&maps, &n, &cap, line);
+		lines++;
 	}
 	fclose(f);
+	/* A process that has exited but is not yet reaped shows empty maps:
+	 * it is gone, and what was known of it must stay. */
+	if (!lines) {
+		free(maps);
+		return -ESRCH;
+	}
 	*hash = h;
 	if (keep) {
 		maps_free(p);

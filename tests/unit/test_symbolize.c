@@ -127,8 +127,16 @@ START_TEST(cached_miss_is_cheap_and_late_library_is_found)
 	ck_assert_str_eq(sym.name, "ntcore_plugin");
 	ck_assert_ptr_nonnull(strstr(sym.module, "fixture_good.so"));
 
-	/* Once the child is gone, what was read of it still names its frames. */
+	/* Once the child is gone, what was read of it still names its frames,
+	 * also an address not looked up before: an exited, unreaped process
+	 * shows empty maps, which must not wipe the modules known. */
 	kill(c.pid, SIGKILL);
+	usleep(50 * 1000);
+	/* a fresh address in no file makes the symbolizer look at the maps */
+	ck_assert_int_eq(nt_symbolize(&s, (uint32_t)c.pid, anon + 16, &sym), -ENOENT);
+	ck_assert_int_eq(nt_symbolize(&s, (uint32_t)c.pid, desc + 1, &sym), 0);
+	ck_assert_str_eq(sym.name, "ntcore_plugin");
+	ck_assert_uint_eq(sym.offset, 1);
 	waitpid(c.pid, NULL, 0);
 	ck_assert_int_eq(nt_symbolize(&s, (uint32_t)c.pid, desc, &sym), 0);
 	ck_assert_str_eq(sym.name, "ntcore_plugin");
