@@ -879,15 +879,15 @@ static void export_metrics(struct gs *s)
 	}
 }
 
-/* Under lock: drop everything queued (flush gave up). */
+/* Under lock: drop everything queued (flush gave up). The drops are
+ * counted before the flush is told it is done: the sinks that flush after
+ * this one write the final metrics, and must see them. */
 static void abandon_locked(struct gs *s)
 {
 	uint32_t n = s->q.count;
+	uint64_t req = s->abandon_req, flush_req = s->flush_req;
 
 	gq_release(&s->q, n);
-	s->abandon_done = s->abandon_req;
-	s->flush_done = s->flush_req;
-	pthread_cond_broadcast(&s->done);
 	pthread_mutex_unlock(&s->lock);
 	if (n) {
 		count_dropped(s, GS_DROP_SHUTDOWN, n);
@@ -897,6 +897,9 @@ static void abandon_locked(struct gs *s)
 		     s->cfg->shutdown_grace_ms, n, s->target);
 	}
 	pthread_mutex_lock(&s->lock);
+	s->abandon_done = req;
+	s->flush_done = flush_req;
+	pthread_cond_broadcast(&s->done);
 }
 
 static void grpc_quiet_log(gpr_log_func_args *args)
