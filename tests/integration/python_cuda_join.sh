@@ -41,6 +41,12 @@ lib = ctypes.CDLL(sys.argv[1])
 if lib.join_init(sys.argv[2].encode(), int(sys.argv[3])):
     sys.exit("cannot load " + sys.argv[2] + " or start the engine thread")
 def forward():
+    # The own-stack join names a launch by the thread's newest sample at or
+    # before it (docs/python.md): stay in forward() longer than a sample
+    # period (10 ms at 99 Hz) so that sample is one taken in forward().
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.015:
+        pass
     lib.join_forward(20)
 def backward():
     lib.join_backward(20)
