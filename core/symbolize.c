@@ -235,14 +235,18 @@ static Dwfl_Module *module_at(struct nt_sym_proc *p, uint64_t addr)
 	return q.found ? q.found : mod;
 }
 
-/* Report the process's modules. dwfl keeps a module re-reported with the
- * same name and range, with everything it loaded (libtorch_cuda.so's
- * symbol table costs about a second), and drops the others: a full report
- * is right where "add" would keep a stale range that a library mapped
- * since now falls into. */
-static int proc_report(struct nt_sym_proc *p)
+/* Report the process's modules. After the first time, modules already
+ * known are kept (dwfl_report_begin_add), with everything dwfl loaded for
+ * them (re-reading libtorch_cuda.so's symbol table costs about a second),
+ * and a report cut short by the process exiting wipes nothing. A stale span
+ * that a newer library falls into is corrected by module_at() from the
+ * maps. */
+static int proc_report(struct nt_sym_proc *p, bool first)
 {
-	dwfl_report_begin(p->dwfl);
+	if (first)
+		dwfl_report_begin(p->dwfl);
+	else
+		dwfl_report_begin_add(p->dwfl);
 	int err = dwfl_linux_proc_report(p->dwfl, (pid_t)p->pid);
 	dwfl_report_end(p->dwfl, NULL, NULL);
 	p->refreshed_ns = now_ns();
@@ -267,7 +271,7 @@ static int proc_refresh(struct nt_sym_proc *p, bool always)
 	if (maps_read(p, &p->maps_hash, true))
 		return -ESRCH;
 	p->maps_gen++;
-	return proc_report(p) ? -ESRCH : 0;
+	return proc_report(p, false) ? -ESRCH : 0;
 }
 
 static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
@@ -290,7 +294,7 @@ static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
 	p->last_use = ++s->clock;
 	p->created_ns = now_ns();
 	p->dwfl = dwfl_begin(&proc_callbacks);
-	if (!p->dwfl || maps_read(p, &p->maps_hash, true) || proc_report(p) != 0) {
+	if (!p->dwfl || maps_read(p, &p->maps_hash, true) || proc_report(p, true) != 0) {
 		proc_free(p);
 		return NULL;
 	}
