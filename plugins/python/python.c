@@ -2211,22 +2211,17 @@ static int py_attach(void *state)
 		       strerror(-err));
 		goto fail;
 	}
-	st->rb = ring_buffer__new(bpf_map__fd(st->skel->maps.py_events), on_ring,
-				  st, NULL);
-	if (!st->rb) {
-		err = -errno ? -errno : -ENOMEM;
-		h->log(st->inst, NT_LOG_ERROR, "ring buffer: %s", strerror(-err));
+	err = nt_bpf_ring_open(h, st->inst, st->skel->maps.py_events, on_ring, st,
+			       TOK_RING, &st->rb);
+	if (err)
 		goto fail;
-	}
-	err = h->watch_fd(st->inst, ring_buffer__epoll_fd(st->rb), TOK_RING);
-	if (!err)
-		err = h->add_timer(st->inst, TICK_MS, TOK_TICK);
+	err = h->add_timer(st->inst, TICK_MS, TOK_TICK);
 	if (!err)
 		err = h->add_timer(st->inst, DRAIN_MS, TOK_DRAIN);
 	if (!err && c->report_interval_ms)
 		err = h->add_timer(st->inst, (uint64_t)c->report_interval_ms, TOK_REPORT);
 	if (err) {
-		h->log(st->inst, NT_LOG_ERROR, "cannot watch the ring buffer or add timers: %s",
+		h->log(st->inst, NT_LOG_ERROR, "cannot add timers: %s",
 		       strerror(-err));
 		goto fail;
 	}
