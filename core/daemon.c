@@ -14,6 +14,7 @@
 
 #include "bpf/follow.h"
 #include "host.h"
+#include "clock.h"
 #include "log.h"
 #include "search.h"
 
@@ -76,14 +77,6 @@ static const char *state_name(enum nt_inst_state st)
 	static const char *const names[] = {"loaded", "initialized", "attached",
 					    "failed", "detached"};
 	return names[st];
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int64_t wall_offset(void)
@@ -437,7 +430,7 @@ static void instances_free(struct nt_daemon *d)
 
 static void print_summary(struct nt_daemon *d)
 {
-	double secs = (double)(mono_ns() - d->start_mono_ns) / 1e9;
+	double secs = (double)(nt_mono_ns() - d->start_mono_ns) / 1e9;
 
 	fprintf(stderr, "\nntcore: summary after %.1f s\n", secs);
 	fprintf(stderr, "  %-22s %-9s %-11s %12s %12s %10s\n", "instance", "kind",
@@ -670,7 +663,7 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 	d->opt = *opt;
 	d->child = -1;
 	d->child_gate = -1;
-	d->start_mono_ns = mono_ns();
+	d->start_mono_ns = nt_mono_ns();
 	d->wall_offset_ns = wall_offset();
 	nt_bus_init(&d->bus, deliver);
 	nt_registry_init(&d->reg);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "symbolize.h"
 
+#include "clock.h"
+
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -52,14 +54,6 @@ static const Dwfl_Callbacks proc_callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void nt_symbolizer_init(struct nt_symbolizer *s)
 {
@@ -249,7 +243,7 @@ static int proc_report(struct nt_sym_proc *p, bool first)
 		dwfl_report_begin_add(p->dwfl);
 	int err = dwfl_linux_proc_report(p->dwfl, (pid_t)p->pid);
 	dwfl_report_end(p->dwfl, NULL, NULL);
-	p->refreshed_ns = now_ns();
+	p->refreshed_ns = nt_mono_ns();
 	return err;
 }
 
@@ -261,9 +255,9 @@ static int proc_refresh(struct nt_sym_proc *p, bool always)
 {
 	uint64_t hash;
 
-	if (!always && now_ns() - p->refreshed_ns <= REFRESH_NS)
+	if (!always && nt_mono_ns() - p->refreshed_ns <= REFRESH_NS)
 		return 0;
-	p->refreshed_ns = now_ns();
+	p->refreshed_ns = nt_mono_ns();
 	if (maps_read(p, &hash, false))
 		return -ESRCH;
 	if (hash == p->maps_hash)
@@ -292,7 +286,7 @@ static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
 		return NULL;
 	p->pid = pid;
 	p->last_use = ++s->clock;
-	p->created_ns = now_ns();
+	p->created_ns = nt_mono_ns();
 	p->dwfl = dwfl_begin(&proc_callbacks);
 	if (!p->dwfl || maps_read(p, &p->maps_hash, true) || proc_report(p, true) != 0) {
 		proc_free(p);
