@@ -8,7 +8,12 @@ clang=$1 bpftool=$2 arch=$3 in=$4 out=$5 dep=$6
 shift 6
 obj=${out%.skel.h}.o
 name=$(basename "$in" .bpf.c)
+# clang -target bpf searches no multiarch directory, so <linux/errno.h>'s
+# <asm/errno.h> (in /usr/include/x86_64-linux-gnu on Debian) is not found.
+# Hand it the host compiler's own system directories, after ours.
+sys_includes=$("$clang" -v -E - </dev/null 2>&1 |
+	sed -n '/<\.\.\.> search starts here:/,/End of search list/s|^ \(/.*\)|-idirafter \1|p')
 "$clang" -g -O2 -target bpf -D__TARGET_ARCH_"$arch" -Wall -Werror \
-	-Wno-unused-function -MD -MF "$dep" -MT "$out" "$@" -c "$in" -o "$obj"
+	-Wno-unused-function -MD -MF "$dep" -MT "$out" "$@" $sys_includes -c "$in" -o "$obj"
 "$bpftool" gen skeleton "$obj" name "${name}_bpf" > "$out.tmp"
 mv "$out.tmp" "$out"
