@@ -688,6 +688,7 @@ static void daemon_fini(struct nt_daemon *d)
 	instances_free(d);
 	nt_targets_close(&d->targets);
 	nt_symbolizer_fini(&d->sym);
+	nt_host_release(d);
 	nt_bus_fini(&d->bus);
 	nt_registry_fini(&d->reg);
 	nt_config_free(&d->cfg);

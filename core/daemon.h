@@ -77,6 +77,8 @@ struct nt_daemon {
 	struct nt_instance core; /* publishes proc.exit, owns self-metrics */
 	int64_t wall_offset_ns;
 	uint64_t start_mono_ns;
+	struct btf *vmlinux_btf; /* host->vmlinux_btf: parsed on first use */
+	bool vmlinux_btf_tried;  /* parsed, or found missing, once per run */
 	uint32_t exit_type, exec_type;
 	uint64_t bus_drops_synced;
 	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build;

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <bpf/btf.h>
+
 #include "log.h"
 
 struct nt_watch {
@@ -28,6 +30,16 @@ static void host_log(struct nt_instance *inst, int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	nt_vlog(level, inst->prefix, fmt, ap);
 	va_end(ap);
+}
+
+/* Thread-safe: the level is set before any plugin runs, and nt_vlog
+ * writes each line with one fputs (stdio locks the stream). */
+static void host_vlog(struct nt_instance *inst, int level, const char *fmt,
+		      va_list ap)
+{
+	if (level > inst->log_level)
+		return;
+	nt_vlog(level, inst->prefix, fmt, ap);
 }
 
 static const char *host_instance_name(const struct nt_instance *inst)
@@ -235,6 +247,28 @@ static void host_count_drop(struct nt_instance *inst, const char *stage,
 		nt_metric_add(inst->d->m_dropped, labels, (double)n);
 }
 
+static const struct btf *host_vmlinux_btf(struct nt_instance *inst)
+{
+	struct nt_daemon *d = inst->d;
+
+	if (!d->vmlinux_btf_tried) {
+		d->vmlinux_btf_tried = true;
+		d->vmlinux_btf = btf__load_vmlinux_btf();
+		if (!d->vmlinux_btf)
+			host_log(inst, NT_LOG_DEBUG,
+				 "no kernel BTF (/sys/kernel/btf/vmlinux): %s",
+				 strerror(errno));
+	}
+	return d->vmlinux_btf;
+}
+
+void nt_host_release(struct nt_daemon *d)
+{
+	btf__free(d->vmlinux_btf);
+	d->vmlinux_btf = NULL;
+	d->vmlinux_btf_tried = false;
+}
+
 static const char *host_config_file(const struct nt_instance *inst, int *line)
 {
 	if (line)
@@ -268,4 +302,6 @@ const struct nt_host nt_host_vtable = {
 	.wall_ns = host_wall_ns,
 	.count_drop = host_count_drop,
 	.config_file = host_config_file,
+	.vlog = host_vlog,
+	.vmlinux_btf = host_vmlinux_btf,
 };

@@ -14,5 +14,7 @@ void nt_daemon_sync_self_metrics(struct nt_daemon *d);
 void nt_instance_unwatch(struct nt_instance *inst);
 /* Poll every watched fd until empty; returns records handled. */
 int nt_instance_drain(struct nt_instance *inst);
+/* Free what the host functions created for the whole run (the kernel BTF). */
+void nt_host_release(struct nt_daemon *d);
 
 #endif

@@ -20,15 +20,21 @@
  *    NT_HOST_HAS(host, fn) before calling it.
  *  - Enum values and field meanings never change within a major.
  *
- * History: 1.0 first release; 1.1 added nt_plugin_desc.flush.
+ * History (each addition is marked in its struct, as sqlite3ext.h does):
+ *  1.0 first release;
+ *  1.1 added nt_plugin_desc.flush;
+ *  1.2 added nt_host.vlog (a log safe from any thread) and
+ *      nt_host.vmlinux_btf (the kernel's BTF, parsed once per daemon run).
  *
  * Threads: every op and every host function is called on the daemon's single
- * loop thread, except the metric_* functions and metrics_visit, which are
- * safe from any thread (a sink may serve metrics from its own thread).
+ * loop thread, except the metric_* functions, metrics_visit, count_drop and
+ * vlog, which are safe from any thread (a sink may serve metrics or log from
+ * its own thread).
  */
 #ifndef NTCORE_PLUGIN_H
 #define NTCORE_PLUGIN_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +42,7 @@
 #include "event.h"
 
 #define NT_ABI_MAJOR 1
-#define NT_ABI_MINOR 1
+#define NT_ABI_MINOR 2
 
 /* The one exported data symbol of every plugin .so. */
 #define NT_PLUGIN_SYMBOL "ntcore_plugin"
@@ -50,6 +56,8 @@
 struct nt_instance;
 /* Opaque handle of one registered metric family. */
 struct nt_metric;
+/* libbpf's parsed BTF (<bpf/btf.h>); only pointers to it cross the ABI. */
+struct btf;
 
 enum nt_plugin_kind {
 	NT_KIND_PROBE = 1,    /* collects: BPF programs, pollers */
@@ -288,6 +296,21 @@ struct nt_host {
 			   uint64_t n);
 	/* Config file path and line of this instance's group (for messages). */
 	const char *(*config_file)(const struct nt_instance *inst, int *line);
+
+	/* --- ABI 1.2: check NT_HOST_HAS(host, member) before use --- */
+
+	/* `log` with a va_list, and safe from any thread (a sink's writer, a
+	 * plugin's worker) while the instance lives, i.e. until its fini
+	 * returns: one whole line per call. */
+	void (*vlog)(struct nt_instance *inst, int level, const char *fmt,
+		     va_list ap);
+	/* The running kernel's BTF (/sys/kernel/btf/vmlinux), parsed on the
+	 * first call and then shared by every instance, so that a daemon
+	 * parses it once per run, not once per plugin or BPF object. NULL when
+	 * the kernel has no BTF. Owned by the core and valid until the daemon
+	 * exits: never free it; lookups (btf__find_by_name_kind) only. Loop
+	 * thread only. */
+	const struct btf *(*vmlinux_btf)(struct nt_instance *inst);
 };
 
 #define NT_HOST_HAS(host, member)                                              \
