@@ -5,9 +5,12 @@
 #  2. meson install into the prefix;
 #  3. build examples/hello-plugin (probe and detector) with pkg-config
 #     pointed at the prefix only, and check no path into the source tree leaks
-#     into its build;
+#     into its build; both link the installed plugin kit (libntcore-kit.a)
+#     and export nothing but their descriptor;
 #  4. run the installed ntcore with the installed hello plugins: their events
-#     and alert land in the file sink;
+#     and alert land in the file sink, with the probe's tracepoint chosen by
+#     the kit (tp_btf where the kernel has BTF), and once more forced to
+#     raw_tp;
 #  5. systemd-analyze verify the installed unit.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,6 +38,8 @@ step "meson install"
 meson install -C "$T/build" >"$T/install.log"
 for f in bin/ntcore include/ntcore/plugin.h include/ntcore/event.h include/ntcore/bpf.h \
          include/ntcore/bpf/common.bpf.h include/ntcore/bpf/vmlinux.h \
+         include/ntcore/kit.h include/ntcore/kit/tp.h include/ntcore/kit/sb.h \
+         lib/libntcore-kit.a \
          lib/pkgconfig/ntcore-plugin.pc lib/ntcore/plugins/sched.so \
          etc/ntcore/conf.d/default.conf share/man/man8/ntcore.8 \
          share/man/man5/ntcore.conf.5 lib/systemd/system/ntcore.service; do
@@ -53,6 +58,13 @@ for part in probe detector; do
   fi
 done
 [ -e "$P/lib/ntcore/plugins/hello.so" ] && [ -e "$P/lib/ntcore/plugins/hello_watch.so" ]
+for so in hello hello_watch; do
+  # The kit is linked in (its code is there) and hidden (one export).
+  nm "$P/lib/ntcore/plugins/$so.so" | grep -q " t nt_sb_u64\| t nt_kit_log" ||
+    { echo "$so.so: no plugin-kit code in it"; exit 1; }
+  exports=$(nm -D --defined-only "$P/lib/ntcore/plugins/$so.so" | awk '$2 != "A" {print $3}' | grep -v '^_' | tr '\n' ' ')
+  [ "$exports" = "ntcore_plugin " ] || { echo "$so.so exports: $exports"; exit 1; }
+done
 
 step "the installed ntcore runs the installed example plugins"
 cat >"$T/hello.conf" <<C
@@ -62,9 +74,13 @@ plugins = (
   { plugin = "file"; path = "$T/hello.jsonl"; }
 );
 C
-env -u NTCORE_PLUGIN_PATH "$P/bin/ntcore" --list-plugins | grep -E "^  hello +probe +1\.1"
+env -u NTCORE_PLUGIN_PATH "$P/bin/ntcore" --list-plugins | grep -E "^  hello +probe +1\.2"
 env -u NTCORE_PLUGIN_PATH "$P/bin/ntcore" -c "$T/hello.conf" -- sh -c '/bin/true; /bin/true; exec /bin/echo hi' >"$T/run.log" 2>&1 ||
   { cat "$T/run.log"; exit 1; }
+flavour=raw_tp
+[ -r /sys/kernel/btf/vmlinux ] && flavour=tp_btf
+grep -F "[probe:hello.0] attached to sched_process_exec ($flavour)" "$T/run.log" ||
+  { echo "the kit did not choose $flavour:"; cat "$T/run.log"; exit 1; }
 python3 - "$T/hello.jsonl" <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -74,6 +90,23 @@ assert execs.count("/bin/true") == 2 and "/bin/echo" in execs, execs
 assert len(alerts) == 2 and alerts[0]["severity"] == 2, alerts
 assert "ran /bin/true" in alerts[0]["message"], alerts[0]
 print("hello.exec:", execs, "alerts:", len(alerts))
+PY
+
+step "the example probe forced to raw_tp"
+cat >"$T/hello-raw.conf" <<C
+plugins = (
+  { plugin = "hello"; attach = "raw_tp"; },
+  { plugin = "file"; path = "$T/hello-raw.jsonl"; }
+);
+C
+env -u NTCORE_PLUGIN_PATH "$P/bin/ntcore" -c "$T/hello-raw.conf" -- sh -c '/bin/true; exec /bin/echo hi' >"$T/raw.log" 2>&1 ||
+  { cat "$T/raw.log"; exit 1; }
+grep -F "[probe:hello.0] attached to sched_process_exec (raw_tp)" "$T/raw.log"
+python3 - "$T/hello-raw.jsonl" <<'PY'
+import json, sys
+execs = [json.loads(l)["filename"] for l in open(sys.argv[1]) if '"hello.exec"' in l]
+assert execs.count("/bin/true") == 1 and "/bin/echo" in execs, execs
+print("raw_tp hello.exec:", execs)
 PY
 
 step "systemd-analyze verify"

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
-/* Kernel side: one hello.exec record per exec of a traced process. */
+/* Kernel side: one hello.exec record per exec of a traced process. The
+ * program comes in both tracepoint flavours; the user side loads one
+ * (the kit's tp_btf/raw_tp chooser). */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -16,9 +18,7 @@ struct {
 /* The type id the core gave hello.exec, set before load. */
 const volatile __u32 exec_type = 0;
 
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(hello_exec, struct task_struct *task, pid_t old_pid,
-	     struct linux_binprm *bprm)
+static __always_inline int on_exec(pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct hello_exec *rec;
@@ -35,6 +35,20 @@ int BPF_PROG(hello_exec, struct task_struct *task, pid_t old_pid,
 				  BPF_CORE_READ(bprm, filename));
 	bpf_ringbuf_submit(rec, 0);
 	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(hello_exec, struct task_struct *task, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	return on_exec(old_pid, bprm);
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(hello_exec_raw, struct task_struct *task, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	return on_exec(old_pid, bprm);
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
