@@ -95,7 +95,8 @@ for p in "${PLUGINS[@]}"; do
 	n=$($PT count "$T/scrape.txt" ntcore_plugin_state "plugin=$p.0")
 	[ "$n" = 1 ] || fail "ntcore_plugin_state has $n series for $p.0"
 done
-$PT value "$T/scrape.txt" ntcore_build_info "version=$("$NT" --version | awk '{print $2}')" abi=1.1 >/dev/null ||
+abi=$("$NT" --version | sed -n 's/.*plugin ABI \([0-9.]*\)).*/\1/p')
+$PT value "$T/scrape.txt" ntcore_build_info "version=$("$NT" --version | awk '{print $2}')" "abi=$abi" >/dev/null ||
 	fail "ntcore_build_info missing or wrong"
 # The label value with a quote, a backslash and a newline came back intact
 # through the escaping.
