@@ -72,10 +72,10 @@ static const char two_digits[201] =
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Digits of v at the end of out[20]; returns where they start. */
-static char *u64_digits(uint64_t v, char out[20])
+/* Digits of v ending just before `end`; returns where they start. */
+static char *u64_digits(uint64_t v, char *end)
 {
-	char *p = out + 20;
+	char *p = end;
 
 	while (v >= 100) {
 		unsigned pair = (unsigned)(v % 100) * 2;
@@ -92,11 +92,32 @@ static char *u64_digits(uint64_t v, char out[20])
 	return p;
 }
 
+static unsigned u64_len(uint64_t v)
+{
+	unsigned n = 1;
+
+	for (; v >= 10000; v /= 10000)
+		n += 4;
+	return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+/* Room for n more bytes already there: the fast paths write in place. */
+static bool has_room(const struct nt_sb *b, size_t n)
+{
+	return !b->failed && b->cap - b->len > n;
+}
+
 void nt_sb_u64(struct nt_sb *b, uint64_t v)
 {
-	char digits[20];
-	char *p = u64_digits(v, digits);
+	char digits[20], *p;
 
+	if (has_room(b, 20)) {
+		b->len += u64_len(v);
+		u64_digits(v, b->buf + b->len);
+		b->buf[b->len] = '\0';
+		return;
+	}
+	p = u64_digits(v, digits + 20);
 	nt_sb_put(b, p, (size_t)(digits + 20 - p));
 }
 
@@ -104,21 +125,22 @@ void nt_sb_i64(struct nt_sb *b, int64_t v)
 {
 	char digits[21];
 	uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	char *p = u64_digits(mag, digits + 1);
+	char *p = u64_digits(mag, digits + 21);
 
 	if (v < 0)
 		*--p = '-';
 	nt_sb_put(b, p, (size_t)(digits + 21 - p));
 }
 
+static const char hex_digits[16] = "0123456789abcdef";
+
 void nt_sb_hex(struct nt_sb *b, uint64_t v)
 {
-	static const char hex[16] = "0123456789abcdef";
 	char digits[16];
 	char *p = digits + 16;
 
 	do {
-		*--p = hex[v & 0xf];
+		*--p = hex_digits[v & 0xf];
 		v >>= 4;
 	} while (v);
 	nt_sb_put(b, p, (size_t)(digits + 16 - p));
@@ -145,58 +167,140 @@ static const unsigned char json_plain[256] = {
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-/* Escapes the byte(s) at s that are not plain; returns how many it took. */
-static size_t json_special(struct nt_sb *b, const unsigned char *s, size_t n)
+/* The escape of a byte that is not plain ASCII text: its short form, or
+ * \u00XX for the other control bytes and DEL. */
+static size_t escape_ascii(unsigned char c, char *o)
 {
-	static const char hex[16] = "0123456789abcdef";
-	size_t seq;
+	static const char short_form[32] = {
+		['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r',
+	};
 
-	switch (*s) {
-	case '"': nt_sb_put(b, "\\\"", 2); return 1;
-	case '\\': nt_sb_put(b, "\\\\", 2); return 1;
-	case '\n': nt_sb_put(b, "\\n", 2); return 1;
-	case '\r': nt_sb_put(b, "\\r", 2); return 1;
-	case '\t': nt_sb_put(b, "\\t", 2); return 1;
-	case '\b': nt_sb_put(b, "\\b", 2); return 1;
-	case '\f': nt_sb_put(b, "\\f", 2); return 1;
-	default: break;
+	o[0] = '\\';
+	if (c == '"' || c == '\\') {
+		o[1] = (char)c;
+		return 2;
 	}
-	if (*s < 0x20 || *s == 0x7f) {
-		char esc[6] = {'\\', 'u', '0', '0', hex[*s >> 4], hex[*s & 0xf]};
-		nt_sb_put(b, esc, sizeof(esc));
-		return 1;
+	if (c < 0x20 && short_form[c]) {
+		o[1] = short_form[c];
+		return 2;
 	}
-	seq = nt_utf8_seq(s, n);
-	if (!seq) {
-		nt_sb_put(b, "\\ufffd", 6);
-		return 1;
+	memcpy(o + 1, "u00", 3);
+	o[4] = hex_digits[c >> 4];
+	o[5] = hex_digits[c & 0xf];
+	return 6;
+}
+
+/*
+ * The escaped form of the one non-plain character at u (n bytes left):
+ * written to o, its length returned, and *took set to the bytes it
+ * covers. A byte that starts no valid UTF-8 sequence becomes \ufffd, so
+ * no input byte takes more than 6 output bytes.
+ */
+static size_t json_special(const unsigned char *u, size_t n, char *o,
+			   size_t *took)
+{
+	size_t k;
+
+	*took = 1;
+	if (u[0] < 0x80)
+		return escape_ascii(u[0], o);
+	if ((k = nt_utf8_seq(u, n))) {
+		memcpy(o, u, k);
+		*took = k;
+		return k;
 	}
-	nt_sb_put(b, s, seq);
-	return seq;
+	memcpy(o, "\\ufffd", 6);
+	return 6;
+}
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Whether any byte of w is zero (the classic SWAR test). */
+static inline uint64_t any_zero(uint64_t w)
+{
+	return (w - ONES) & ~w & HIGHS;
+}
+
+/* The length of the run of plain bytes at u, 8 bytes a step: a word is
+ * plain unless a byte is below 0x20, 0x7f or above, '"' or '\\'. */
+static size_t plain_run(const unsigned char *u, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, u + i, 8);
+		if (((w - 0x20 * ONES) & ~w & HIGHS) | (w & HIGHS) |
+		    any_zero(w ^ (0x7f * ONES)) | any_zero(w ^ ('"' * ONES)) |
+		    any_zero(w ^ ('\\' * ONES)))
+			break;
+	}
+	while (i < n && json_plain[u[i]])
+		i++;
+	return i;
+}
+
+/* Writes the escaped text of u[0..n) to o (room for 6 * n); returns its
+ * length. Runs of plain bytes are copied whole. */
+static size_t json_write(const unsigned char *u, size_t n, char *o)
+{
+	size_t i = 0, w = 0, took;
+
+	for (;;) {
+		size_t start = i;
+		i += plain_run(u + i, n - i);
+		memcpy(o + w, u + start, i - start);
+		w += i - start;
+		if (i == n)
+			return w;
+		w += json_special(u + i, n - i, o + w, &took);
+		i += took;
+	}
+}
+
+/* The length json_write would write, for the exact-fit check. */
+static size_t json_len(const unsigned char *u, size_t n)
+{
+	size_t i = 0, w = 0, took;
+	char scratch[6];
+
+	while (i < n) {
+		if (json_plain[u[i]]) {
+			w++;
+			i++;
+			continue;
+		}
+		w += json_special(u + i, n - i, scratch, &took);
+		i += took;
+	}
+	return w;
 }
 
 void nt_sb_json_str(struct nt_sb *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t start = b->len, i = 0;
+	const char *nul = memchr(s, '\0', n);
+	size_t worst;
 
-	nt_sb_putc(b, '"');
-	while (i < n && u[i] && !b->failed) {
-		size_t end = i;
-		while (end < n && json_plain[u[end]])
-			end++;
-		if (end > i) {
-			nt_sb_put(b, s + i, end - i);
-			i = end;
-		} else {
-			i += json_special(b, u + i, n - i);
-		}
+	if (nul)
+		n = (size_t)(nul - s);
+	if (n > SB_NO_BOUND / 8) {
+		b->failed = true;
+		return;
 	}
-	nt_sb_putc(b, '"');
-	if (b->failed && b->len > start) {
-		b->len = start;
-		b->buf[start] = '\0';
-	}
+	worst = 6 * n + 2;
+	/* Room for the worst case (growing for it when that stays within the
+	 * bound), else measure first: near the bound only the exact length
+	 * decides. */
+	if (!has_room(b, worst) &&
+	    !(worst <= b->max - b->len && b->owned && nt_sb_reserve(b, worst)) &&
+	    !nt_sb__room(b, json_len(u, n) + 2))
+		return;
+	b->buf[b->len++] = '"';
+	b->len += json_write(u, n, b->buf + b->len);
+	b->buf[b->len++] = '"';
+	b->buf[b->len] = '\0';
 }
 
 void nt_sb_printf(struct nt_sb *b, const char *fmt, ...)

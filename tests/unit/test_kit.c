@@ -299,6 +299,96 @@ START_TEST(test_sb_json)
 }
 END_TEST
 
+/* The reference escaping, one byte at a time, to check the word-at-a-time
+ * scanner against. */
+static size_t ref_json(const unsigned char *u, size_t n, char *out)
+{
+	size_t o = 0;
+
+	out[o++] = '"';
+	for (size_t i = 0; i < n && u[i];) {
+		size_t k;
+		unsigned char c = u[i];
+		if (c == '"' || c == '\\') {
+			o += (size_t)sprintf(out + o, "\\%c", c);
+			i++;
+		} else if (c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') {
+			o += (size_t)sprintf(out + o, "\\%c", c == '\n' ? 'n' : c == '\r' ? 'r'
+					   : c == '\t' ? 't' : c == '\b' ? 'b' : 'f');
+			i++;
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)sprintf(out + o, "\\u%04x", c);
+			i++;
+		} else if (c < 0x80) {
+			out[o++] = (char)c;
+			i++;
+		} else if ((k = nt_utf8_seq(u + i, n - i))) {
+			memcpy(out + o, u + i, k);
+			o += k;
+			i += k;
+		} else {
+			o += (size_t)sprintf(out + o, "\\ufffd");
+			i++;
+		}
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+	return o;
+}
+
+START_TEST(test_sb_json_random)
+{
+	/* Plain letters mostly, and every kind of byte the scanner must stop
+	 * at, anywhere in an 8-byte word. */
+	static const unsigned char alphabet[] = "abcdefgh \"\\\n\x01\x1f\x7f\x80"
+						"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff";
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	unsigned char in[40];
+	char want[6 * 40 + 3];
+	struct nt_sb b;
+
+	nt_sb_init(&b, 0);
+	for (int round = 0; round < 20000; round++) {
+		size_t n = (size_t)(rng % 40);
+		for (size_t i = 0; i < n; i++) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			/* 3 in 4 bytes plain, so long plain runs occur */
+			in[i] = (rng >> 40) % 4 ? (unsigned char)('a' + rng % 26)
+						: alphabet[rng % (sizeof(alphabet) - 1)];
+		}
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		size_t want_len = ref_json(in, n, want);
+		nt_sb_reset(&b);
+		nt_sb_json_str(&b, (const char *)in, n);
+		ck_assert_uint_eq(b.len, want_len);
+		ck_assert_str_eq(nt_sb_str(&b), want);
+	}
+	nt_sb_fini(&b);
+}
+END_TEST
+
+START_TEST(test_sb_json_exact_fit)
+{
+	char buf[7];
+	struct nt_sb b;
+
+	/* "a\"b" escapes to 6 bytes: a 7-byte buffer is exactly enough, though
+	 * the worst case (6 * 3 + 2) is not. */
+	nt_sb_init_buf(&b, buf, sizeof(buf));
+	nt_sb_json_str(&b, "a\"b", 3);
+	ck_assert(!b.failed);
+	ck_assert_str_eq(buf, "\"a\\\"b\"");
+	nt_sb_rewind(&b, 0);
+	nt_sb_json_str(&b, "a\"bc", 4);
+	ck_assert(b.failed);
+	ck_assert_str_eq(buf, "");
+}
+END_TEST
+
 START_TEST(test_sb_bound)
 {
 	struct nt_sb b;
@@ -454,6 +544,8 @@ static Suite *kit_suite(void)
 	tcase_add_test(t, test_utf8_repair_encode_cut);
 	tcase_add_test(t, test_sb_numbers);
 	tcase_add_test(t, test_sb_json);
+	tcase_add_test(t, test_sb_json_random);
+	tcase_add_test(t, test_sb_json_exact_fit);
 	tcase_add_test(t, test_sb_bound);
 	tcase_add_test(t, test_sb_growth);
 	tcase_add_test(t, test_topn);
