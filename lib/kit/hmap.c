@@ -59,11 +59,22 @@ static inline void *slot_val(const struct nt_hmap *m, size_t i)
 	return m->slots + i * m->slot_size + m->val_off;
 }
 
-static inline bool keys_equal(const void *a, const void *b, uint32_t n)
+static bool hstr_equal(const void *a, const void *b)
 {
+	const struct nt_hstr *x = a, *y = b;
+
+	return x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
+}
+
+static inline bool keys_equal(const struct nt_hmap *m, const void *a,
+			      const void *b)
+{
+	uint32_t n = m->key_size;
 	uint64_t x, y;
 	uint32_t u, v;
 
+	if (m->str_keys)
+		return hstr_equal(a, b);
 	if (n == 8) {
 		memcpy(&x, a, 8);
 		memcpy(&y, b, 8);
@@ -75,6 +86,16 @@ static inline bool keys_equal(const void *a, const void *b, uint32_t n)
 		return u == v;
 	}
 	return memcmp(a, b, n) == 0;
+}
+
+/* The slot hash of a key: never 0, which marks an empty slot. */
+static inline uint64_t key_hash(const struct nt_hmap *m, const void *key)
+{
+	const struct nt_hstr *str = key;
+
+	if (m->str_keys)
+		return nt_hash_bytes(str->s, str->len) | HM_USED;
+	return nt_hash_bytes(key, m->key_size) | HM_USED;
 }
 
 static size_t round8(size_t n)
@@ -95,6 +116,14 @@ int nt_hmap_init(struct nt_hmap *m, uint32_t key_size, uint32_t val_size,
 	m->slot_size = (uint32_t)(m->val_off + round8(val_size));
 	m->max = max_entries;
 	return 0;
+}
+
+int nt_hmap_init_str(struct nt_hmap *m, uint32_t val_size, size_t max_entries)
+{
+	int err = nt_hmap_init(m, sizeof(struct nt_hstr), val_size, max_entries);
+
+	m->str_keys = !err;
+	return err;
 }
 
 void nt_hmap_fini(struct nt_hmap *m)
@@ -121,7 +150,7 @@ static bool find(const struct nt_hmap *m, const void *key, uint64_t h,
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		uint64_t sh = *slot_hash(m, i);
 
-		if (!sh || (sh == h && keys_equal(slot_key(m, i), key, m->key_size))) {
+		if (!sh || (sh == h && keys_equal(m, slot_key(m, i), key))) {
 			*pos = i;
 			return sh != 0;
 		}
@@ -134,7 +163,7 @@ void *nt_hmap_get(const struct nt_hmap *m, const void *key)
 
 	if (!m->count)
 		return NULL;
-	if (!find(m, key, nt_hash_bytes(key, m->key_size) | HM_USED, &pos))
+	if (!find(m, key, key_hash(m, key), &pos))
 		return NULL;
 	return slot_val(m, pos);
 }
@@ -170,7 +199,7 @@ static int grow(struct nt_hmap *m, size_t cap)
 
 void *nt_hmap_put(struct nt_hmap *m, const void *key, bool *created)
 {
-	uint64_t h = nt_hash_bytes(key, m->key_size) | HM_USED;
+	uint64_t h = key_hash(m, key);
 	size_t pos;
 
 	if (created)
@@ -229,7 +258,7 @@ bool nt_hmap_del(struct nt_hmap *m, const void *key)
 	size_t pos;
 
 	if (!m->count ||
-	    !find(m, key, nt_hash_bytes(key, m->key_size) | HM_USED, &pos))
+	    !find(m, key, key_hash(m, key), &pos))
 		return false;
 	delete_at(m, pos);
 	return true;

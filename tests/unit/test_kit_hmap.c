@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,52 @@ START_TEST(test_hmap_bounded_and_set)
 	ck_assert_uint_ne(nt_hash_bytes("\0", 1), nt_hash_bytes("\0\0", 2));
 	ck_assert_uint_ne(nt_hash_bytes("", 0), nt_hash_bytes("\0", 1));
 	ck_assert_uint_ne(nt_hash_bytes("abcdefgh1", 9), nt_hash_bytes("abcdefgh2", 9));
+}
+END_TEST
+
+START_TEST(test_hmap_strings)
+{
+	enum { N = 1000 };
+	struct nt_hmap m;
+	char *durable[N], transient[32];
+	struct nt_hmap_iter it;
+	size_t visits = 0;
+
+	ck_assert_int_eq(nt_hmap_init_str(&m, sizeof(uint32_t), 0), 0);
+	for (uint32_t i = 0; i < N; i++) {
+		/* Look up with a transient copy; on a miss, keep a durable one. */
+		int n = snprintf(transient, sizeof(transient), "frame;%u;main", i * 7);
+		struct nt_hstr key = {transient, (size_t)n};
+		ck_assert_ptr_eq(nt_hmap_get(&m, &key), NULL);
+		durable[i] = strdup(transient);
+		key.s = durable[i];
+		bool created;
+		*(uint32_t *)nt_hmap_put(&m, &key, &created) = i;
+		ck_assert(created);
+	}
+	/* Keys are compared by content and length, not by pointer or NUL. */
+	for (uint32_t i = 0; i < N; i++) {
+		int n = snprintf(transient, sizeof(transient), "frame;%u;mainXYZ", i * 7);
+		struct nt_hstr key = {transient, (size_t)n - 3};
+		uint32_t *v = nt_hmap_get(&m, &key);
+		ck_assert_ptr_nonnull(v);
+		ck_assert_uint_eq(*v, i);
+		key.len--;
+		ck_assert_ptr_eq(nt_hmap_get(&m, &key), NULL);
+	}
+	struct nt_hstr empty = {"", 0};
+	ck_assert_ptr_eq(nt_hmap_get(&m, &empty), NULL);
+	ck_assert(nt_hmap_del(&m, &(struct nt_hstr){"frame;0;main", 12}));
+	ck_assert_uint_eq(nt_hmap_count(&m), N - 1);
+	for (nt_hmap_iter_init(&it, &m); nt_hmap_iter_next(&it);) {
+		const struct nt_hstr *k = it.key;
+		ck_assert_ptr_eq(k->s, durable[*(uint32_t *)it.val]);
+		visits++;
+	}
+	ck_assert_uint_eq(visits, N - 1);
+	nt_hmap_fini(&m);
+	for (uint32_t i = 0; i < N; i++)
+		free(durable[i]);
 }
 END_TEST
 
@@ -222,6 +269,7 @@ static Suite *hmap_suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, test_hmap_basic);
 	tcase_add_test(t, test_hmap_bounded_and_set);
+	tcase_add_test(t, test_hmap_strings);
 	tcase_add_test(t, test_hmap_iterate_and_delete);
 	tcase_add_test(t, test_hmap_random_model);
 	suite_add_tcase(s, t);

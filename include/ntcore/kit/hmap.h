@@ -13,6 +13,13 @@
  * Bounded: with max_entries set, a put beyond it fails (the caller counts
  * the drop) and the table never grows past the size that bound needs.
  *
+ * String keys (names, stacks, metric names: any length): a map made by
+ * nt_hmap_init_str takes a struct nt_hstr {s, len} as its key and hashes
+ * and compares the bytes it points to. The map stores the struct, not the
+ * bytes: they must stay where they are while the entry exists. So look up
+ * with any copy (a record's borrowed string), and on a miss copy the bytes
+ * somewhere durable first and put the key that points there.
+ *
  * Iteration visits each entry exactly once and may delete the entry it is
  * on (nt_hmap_iter_del); any other change during an iteration (a put, a
  * delete of another key) is not allowed.
@@ -43,6 +50,13 @@ struct nt_hmap {
 	size_t max;           /* entries allowed (0 at init: no bound) */
 	uint32_t key_size, val_size;
 	uint32_t val_off, slot_size;
+	bool str_keys;        /* keys are struct nt_hstr, compared by content */
+};
+
+/* The key of a string map: len bytes at s (no NUL needed), borrowed. */
+struct nt_hstr {
+	const char *s;
+	size_t len;
 };
 
 struct nt_hmap_iter {
@@ -58,6 +72,8 @@ struct nt_hmap_iter {
  * Returns 0 or -EINVAL. Allocates nothing until the first put. */
 int nt_hmap_init(struct nt_hmap *m, uint32_t key_size, uint32_t val_size,
 		 size_t max_entries);
+/* A map whose keys are struct nt_hstr (see above). Returns 0 or -EINVAL. */
+int nt_hmap_init_str(struct nt_hmap *m, uint32_t val_size, size_t max_entries);
 void nt_hmap_fini(struct nt_hmap *m);
 /* Remove every entry, keeping the memory. */
 void nt_hmap_clear(struct nt_hmap *m);
