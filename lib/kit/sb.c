@@ -42,6 +42,20 @@ void nt_sb_rewind(struct nt_sb *b, size_t len)
 	b->failed = !b->cap && !b->owned;
 }
 
+char *nt_sb_take(struct nt_sb *b, size_t *len)
+{
+	char *text;
+
+	if (!b->owned)
+		return NULL;
+	text = b->buf ? b->buf : calloc(1, 1);
+	if (text && len)
+		*len = b->len;
+	if (text)
+		nt_sb_init(b, b->max);
+	return text;
+}
+
 bool nt_sb_reserve(struct nt_sb *b, size_t n)
 {
 	if (b->failed)

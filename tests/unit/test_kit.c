@@ -451,6 +451,27 @@ START_TEST(test_sb_growth)
 	ck_assert_str_eq(nt_sb_str(&b) + 595, "00005|1.500");
 	ck_assert(!b.failed);
 	nt_sb_fini(&b);
+
+	/* take: the text is the caller's, the builder starts over */
+	size_t len = 0;
+	char *text;
+	nt_sb_init(&b, 100);
+	text = nt_sb_take(&b, &len);
+	ck_assert_str_eq(text, "");
+	ck_assert_uint_eq(len, 0);
+	free(text);
+	nt_sb_puts(&b, "abc");
+	text = nt_sb_take(&b, &len);
+	ck_assert_str_eq(text, "abc");
+	ck_assert_uint_eq(len, 3);
+	ck_assert_uint_eq(b.len, 0);
+	ck_assert_uint_eq(b.max, 100);
+	nt_sb_puts(&b, "de");
+	ck_assert_str_eq(nt_sb_str(&b), "de");
+	free(text);
+	nt_sb_fini(&b);
+	nt_sb_init_buf(&b, expect, 8);
+	ck_assert_ptr_eq(nt_sb_take(&b, &len), NULL);
 }
 END_TEST
 

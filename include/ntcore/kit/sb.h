@@ -54,6 +54,10 @@ void nt_sb_fini(struct nt_sb *b);
 /* Back to `len` bytes (<= b->len) and not failed; memory is kept. */
 void nt_sb_rewind(struct nt_sb *b, size_t len);
 static inline void nt_sb_reset(struct nt_sb *b) { nt_sb_rewind(b, 0); }
+/* Hand a heap builder's text over (NUL-terminated; the caller frees it)
+ * and *len its length; the builder is empty and usable again. NULL when
+ * memory runs out or the builder writes into a caller's buffer. */
+char *nt_sb_take(struct nt_sb *b, size_t *len);
 /* The text ("" before the first append). */
 static inline const char *nt_sb_str(const struct nt_sb *b)
 {
