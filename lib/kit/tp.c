@@ -102,6 +102,31 @@ int nt_tp_flavour(const struct btf *vmlinux, enum nt_tp_mode mode,
 	return mode == NT_TP_ONLY_BTF ? -ENOTSUP : NT_TP_RAW;
 }
 
+/* Without BTF: whether tracefs lists events/GROUP/TP; true when no tracefs
+ * can be read (nothing is known, so attach will tell). */
+static bool tp_in_tracefs(const char *group, const char *tp)
+{
+	static const char *const roots[] = {"/sys/kernel/tracing",
+					    "/sys/kernel/debug/tracing"};
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(path, sizeof(path), "%s/events", roots[i]);
+		if (access(path, X_OK) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/events/%s/%s", roots[i], group, tp);
+		return access(path, F_OK) == 0;
+	}
+	return true;
+}
+
+static bool tp_present(const struct btf *vmlinux, const struct nt_tp_prog *p)
+{
+	if (vmlinux)
+		return nt_tp_exists(vmlinux, p->tp);
+	return !p->group || tp_in_tracefs(p->group, p->tp);
+}
+
 /* Why a tracepoint that is wanted cannot be loaded in this flavour. */
 static void report_off(const struct nt_host *host, struct nt_instance *inst,
 		       const struct nt_tp_prog *p, bool exists, int flavour)
@@ -128,7 +153,7 @@ int nt_tp_apply(const struct nt_host *host, struct nt_instance *inst,
 		struct nt_tp_prog *p = &progs[i];
 		struct bpf_program *use = flavour == NT_TP_BTF ? p->btf : p->raw;
 		struct bpf_program *other = flavour == NT_TP_BTF ? p->raw : p->btf;
-		bool exists = !vmlinux || nt_tp_exists(vmlinux, p->tp);
+		bool exists = !p->skip && tp_present(vmlinux, p);
 
 		p->loaded = !p->skip && use && exists;
 		if (use)

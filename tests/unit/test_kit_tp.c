@@ -154,6 +154,23 @@ START_TEST(test_tp_apply_without_btf)
 	ck_assert(bpf_program__autoload(s->progs.delta_raw));
 	ck_assert_str_eq(seen.text,
 			 "tracepoint beta needs tp_btf, not raw_tp; that part is off|");
+
+	/* Named with their group, tracepoints are looked up in tracefs. */
+	bool tracefs = access("/sys/kernel/tracing/events", X_OK) == 0 ||
+		       access("/sys/kernel/debug/tracing/events", X_OK) == 0;
+	struct nt_tp_prog q[] = {
+		{.tp = "sched_switch", .group = "sched", .raw = s->progs.switch_raw},
+		{.tp = "nt_no_such_tp", .group = "sched", .raw = s->progs.delta_raw,
+		 .optional = true},
+	};
+	memset(&seen, 0, sizeof(seen));
+	ck_assert_int_eq(nt_tp_apply(&fake_host, (struct nt_instance *)(void *)&seen,
+				     NULL, NT_TP_RAW, q, 2), 0);
+	ck_assert(q[0].loaded);
+	ck_assert_int_eq(q[1].loaded, !tracefs);
+	ck_assert_int_eq(bpf_program__autoload(s->progs.delta_raw), !tracefs);
+	ck_assert_str_eq(seen.text, tracefs ? "this kernel has no tracepoint "
+					      "nt_no_such_tp; that part is off|" : "");
 	kit_tp_bpf__destroy(s);
 }
 END_TEST

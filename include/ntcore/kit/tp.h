@@ -65,6 +65,7 @@ static inline const char *nt_tp_flavour_name(int flavour)
 /* One tracepoint of a BPF object and its program in each flavour. */
 struct nt_tp_prog {
 	const char *tp;          /* "sched_switch" */
+	const char *group;       /* "sched", or NULL: see nt_tp_apply */
 	struct bpf_program *btf; /* its tp_btf/ program, or NULL */
 	struct bpf_program *raw; /* its raw_tp/ program, or NULL */
 	bool optional;           /* a kernel without it: this one is off */
@@ -101,9 +102,10 @@ int nt_tp_flavour(const struct btf *vmlinux, enum nt_tp_mode mode,
  * Set autoload on every program for `flavour` and fill each `loaded`: a
  * skipped tracepoint, or an optional one the kernel lacks or that has no
  * program of this flavour, is off (the latter two logged as warnings).
- * Existence is known from the BTF; without BTF every tracepoint is assumed
- * present (attach then says what is missing). Returns 0, or -ENOENT after
- * logging the first required tracepoint that cannot be loaded.
+ * Existence is known from the BTF; without BTF, from tracefs
+ * (events/GROUP/TP) for a tracepoint that names its group; otherwise it is
+ * assumed present (attach then says what is missing). Returns 0, or
+ * -ENOENT after logging every required tracepoint that cannot be loaded.
  */
 int nt_tp_apply(const struct nt_host *host, struct nt_instance *inst,
 		const struct btf *vmlinux, int flavour,
