@@ -48,13 +48,17 @@ ssize_t nt_file_read(const char *path, char *buf, size_t size)
 	return (ssize_t)got;
 }
 
-char nt_proc_state(const char *proc_root, uint32_t pid)
+char nt_proc_state(const char *proc_root, uint32_t pid, uint32_t tid)
 {
 	char path[PATH_MAX], stat[256];
 	const char *paren;
 
-	snprintf(path, sizeof(path), "%s/%u/stat", proc_root ? proc_root : "/proc",
-		 pid);
+	if (!proc_root)
+		proc_root = "/proc";
+	if (tid)
+		snprintf(path, sizeof(path), "%s/%u/task/%u/stat", proc_root, pid, tid);
+	else
+		snprintf(path, sizeof(path), "%s/%u/stat", proc_root, pid);
 	if (nt_file_read(path, stat, sizeof(stat)) <= 0)
 		return 0;
 	/* "pid (comm) S ...": comm may hold ')' itself, so the last one. */

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +28,9 @@ START_TEST(test_proc_alive_state)
 	ck_assert(nt_proc_alive((uint32_t)getpid()));
 	ck_assert(nt_proc_alive(0));
 	ck_assert(!nt_proc_alive(0x80000000u));
-	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)getpid()), 'R');
-	ck_assert_int_eq(nt_proc_state("/nonexistent", (uint32_t)getpid()), 0);
+	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)getpid(), 0), 'R');
+	ck_assert_int_eq(nt_proc_state("/nonexistent", (uint32_t)getpid(), 0), 0);
+	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)getpid(), (uint32_t)getpid()), 'R');
 
 	ck_assert_int_eq(pipe(gate), 0);
 	child = fork();
@@ -40,21 +42,61 @@ START_TEST(test_proc_alive_state)
 	}
 	close(gate[0]);
 	/* Blocked in read: sleeping. */
-	for (int i = 0; i < 200 && nt_proc_state(NULL, (uint32_t)child) != 'S'; i++)
+	for (int i = 0; i < 200 && nt_proc_state(NULL, (uint32_t)child, 0) != 'S'; i++)
 		usleep(5000);
-	ck_assert_int_eq(nt_proc_state("/proc", (uint32_t)child), 'S');
+	ck_assert_int_eq(nt_proc_state("/proc", (uint32_t)child, 0), 'S');
 	close(gate[1]);
-	for (int i = 0; i < 200 && nt_proc_state(NULL, (uint32_t)child) != 'Z'; i++)
+	for (int i = 0; i < 200 && nt_proc_state(NULL, (uint32_t)child, 0) != 'Z'; i++)
 		usleep(5000);
 	/* Exited, not reaped: a zombie still exists. */
-	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)child), 'Z');
+	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)child, 0), 'Z');
 	ck_assert(nt_proc_alive((uint32_t)child));
 	ck_assert_int_eq(waitpid(child, NULL, 0), child);
 	ck_assert(!nt_proc_alive((uint32_t)child));
-	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)child), 0);
+	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)child, 0), 0);
 	ck_assert_int_eq(nt_proc_maps_foreach((uint32_t)child, NULL, NULL), -ESRCH);
 	char buf[32];
 	ck_assert_int_eq(nt_proc_comm((uint32_t)child, 0, buf, sizeof(buf)), -ENOENT);
+}
+END_TEST
+
+struct blocked {
+	int fd;
+	volatile pid_t tid;
+};
+
+static void *block_on_read(void *arg)
+{
+	struct blocked *b = arg;
+	char c;
+
+	b->tid = gettid();
+	(void)!read(b->fd, &c, 1);
+	return NULL;
+}
+
+START_TEST(test_thread_state)
+{
+	struct blocked b = {0};
+	pthread_t th;
+	int gate[2];
+	char comm[32];
+
+	ck_assert_int_eq(pipe(gate), 0);
+	b.fd = gate[0];
+	ck_assert_int_eq(pthread_create(&th, NULL, block_on_read, &b), 0);
+	for (int i = 0; i < 400 && (!b.tid || nt_proc_state(NULL, (uint32_t)getpid(),
+							   (uint32_t)b.tid) != 'S'); i++)
+		usleep(5000);
+	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)getpid(), (uint32_t)b.tid), 'S');
+	pthread_setname_np(th, "nt-kit-reader");
+	ck_assert_int_eq(nt_proc_comm((uint32_t)getpid(), (uint32_t)b.tid, comm,
+				      sizeof(comm)), 13);
+	ck_assert_str_eq(comm, "nt-kit-reader");
+	close(gate[1]);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(nt_proc_state(NULL, (uint32_t)getpid(), (uint32_t)b.tid), 0);
+	close(gate[0]);
 }
 END_TEST
 
@@ -253,6 +295,7 @@ static Suite *proc_suite(void)
 
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, test_proc_alive_state);
+	tcase_add_test(t, test_thread_state);
 	tcase_add_test(t, test_proc_names);
 	tcase_add_test(t, test_cgroup_path);
 	tcase_add_test(t, test_file_read);

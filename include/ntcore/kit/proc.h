@@ -22,11 +22,12 @@
  */
 bool nt_proc_alive(uint32_t pid);
 /*
- * The state letter of /proc/PID/stat ('R', 'S', 'D', 'Z', 'X', ...), or 0
- * when the process is gone. proc_root is "/proc" when NULL (else, e.g., a
- * container's view of the host's /proc).
+ * The state letter ('R', 'S', 'D', 'Z', 'X', ...) of process pid (tid 0)
+ * or of its thread tid, from /proc/PID/stat or /proc/PID/task/TID/stat; 0
+ * when it is gone. proc_root is "/proc" when NULL (else, e.g., the host's
+ * /proc seen from a container).
  */
-char nt_proc_state(const char *proc_root, uint32_t pid);
+char nt_proc_state(const char *proc_root, uint32_t pid, uint32_t tid);
 
 /* Read up to size - 1 bytes of a (small, /proc) file into buf and
  * NUL-terminate; returns the bytes read or -errno. */
