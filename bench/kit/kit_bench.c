@@ -6,7 +6,8 @@
  *
  *   hash map   nt_hmap put / get hit / get miss / delete, 8- and 16-byte
  *              keys, against glibc's tsearch tree (the only keyed map with
- *              deletion in libc)
+ *              deletion in libc); 10 000 keys (in cache: a per-process or
+ *              per-stack table) and 1 000 000 (memory-bound for both)
  *   strings    nt_sb_u64, nt_sb_json_str and a whole JSON Lines record
  *              (the file sink's shape: 14 fields) against snprintf per
  *              field and byte-at-a-time escaping into a growable buffer
@@ -352,7 +353,9 @@ int main(int argc, char **argv)
 	}
 	printf("%-34s %9s %9s %9s\n", "operation (median of 5 rounds)", "kit ns",
 	       "alt ns", "alt/kit");
-	bench_hmap(smoke ? 20000 : 1000000, &s);
+	bench_hmap(10000, &s);
+	if (!smoke)
+		bench_hmap(1000000, &s);
 	bench_sb(smoke ? 20000 : 2000000, &s);
 	printf("(checksum %" PRIu64 ")\n", s.sum);
 	return 0;

@@ -271,6 +271,33 @@ START_TEST(test_sb_numbers)
 	nt_sb_hex(&b, UINT64_MAX);
 	ck_assert_str_eq(nt_sb_str(&b), "0 deadbeef ffffffffffffffff");
 	ck_assert_uint_eq(b.len, strlen(nt_sb_str(&b)));
+
+	/* Every power of ten and its neighbours, and a spread of others,
+	 * against printf (the 8-digit chunks meet at 10^8 and 10^16). */
+	uint64_t p10 = 1, rng = 88172645463325252ull;
+	char want[64];
+	for (int i = 0; i < 20; i++, p10 *= 10)
+		for (int d = -1; d <= 1; d++) {
+			uint64_t v = p10 + (uint64_t)(int64_t)d;
+			nt_sb_reset(&b);
+			nt_sb_u64(&b, v);
+			nt_sb_i64(&b, -(int64_t)(v >> 1));
+			snprintf(want, sizeof(want), "%llu%lld", (unsigned long long)v,
+				 -(long long)(v >> 1));
+			ck_assert_str_eq(nt_sb_str(&b), want);
+		}
+	for (int i = 0; i < 10000; i++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		uint64_t v = rng >> (i % 64);
+		nt_sb_reset(&b);
+		nt_sb_u64(&b, v);
+		nt_sb_hex(&b, v);
+		snprintf(want, sizeof(want), "%llu%llx", (unsigned long long)v,
+			 (unsigned long long)v);
+		ck_assert_str_eq(nt_sb_str(&b), want);
+	}
 	nt_sb_fini(&b);
 }
 END_TEST
