@@ -113,6 +113,9 @@ static inline int nt_bpf_ring_open(const struct nt_host *host,
  * Whether the running kernel has the BTF-enabled tracepoint `tp` (a
  * `tp_btf/<tp>` program can attach): its `btf_trace_<tp>` typedef is in
  * `vmlinux`, the kernel's BTF (btf__load_vmlinux_btf(); NULL: false).
+ * Kept for plugins built against 1.1; new code uses the plugin kit's
+ * <ntcore/kit/tp.h> (nt_tp_exists, nt_tp_choose) on the BTF the daemon
+ * parses once (nt_vmlinux_get).
  */
 static inline bool nt_bpf_kernel_has_tp(const struct btf *vmlinux,
 					const char *tp)
