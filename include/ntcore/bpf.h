@@ -14,6 +14,11 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#if !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
+long syscall(long number, ...); /* unistd.h hides it under strict C11 */
+#endif
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -107,6 +112,55 @@ static inline int nt_bpf_ring_open(const struct nt_host *host,
 	}
 	*out = rb;
 	return 0;
+}
+
+/*
+ * BPF_LINK_CREATE of a uprobe_multi link (Linux 6.6+): `prog_fd` (a program
+ * loaded with expected attach type NT_BPF_TRACE_UPROBE_MULTI) on `n` file
+ * offsets of `path`, each with its BPF cookie, entry or (`ret`) return
+ * probes. Returns the link fd, or -errno (-EINVAL on kernels before 6.6:
+ * fall back to one perf-event uprobe per offset). Written by hand because
+ * Debian 12's libbpf (1.1) predates bpf_program__attach_uprobe_multi; the
+ * field offsets are those of union bpf_attr's link_create.uprobe_multi in
+ * the kernel UAPI.
+ */
+#define NT_BPF_LINK_CREATE 28
+#define NT_BPF_TRACE_UPROBE_MULTI 48
+#define NT_BPF_F_UPROBE_MULTI_RETURN 1u
+
+struct nt_uprobe_multi_attr {
+	uint32_t prog_fd;
+	uint32_t target_fd;
+	uint32_t attach_type;
+	uint32_t flags;
+	uint64_t path;
+	uint64_t offsets;
+	uint64_t ref_ctr_offsets;
+	uint64_t cookies;
+	uint32_t cnt;
+	uint32_t um_flags;
+	uint32_t pid;
+	uint32_t pad_;
+	uint8_t rest_[64]; /* zero: the rest of union bpf_attr */
+};
+
+static inline int nt_bpf_uprobe_multi(int prog_fd, const char *path, bool ret,
+				      const uint64_t *offs,
+				      const uint64_t *cookies, size_t n)
+{
+	struct nt_uprobe_multi_attr a;
+	long fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)prog_fd;
+	a.attach_type = NT_BPF_TRACE_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offs;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = (uint32_t)n;
+	a.um_flags = ret ? NT_BPF_F_UPROBE_MULTI_RETURN : 0;
+	fd = syscall(__NR_bpf, NT_BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : (int)fd;
 }
 
 /*

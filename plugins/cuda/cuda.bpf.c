@@ -20,6 +20,7 @@
  *   library (or execs a binary not yet checked) is stopped with SIGSTOP
  *   when stop_on_load is set; user space attaches and sends SIGCONT, so no
  *   call is missed between the library's load and the probe's attach.
+ *   These programs live in core/bpf/libload.bpf.h (shared with nvlink).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -29,7 +30,6 @@
 #include "common.bpf.h"
 #include "cuda_raw.h"
 
-#define SIGSTOP_NR 19
 
 /* libbpf 1.1 stops at the fifth argument register. */
 #ifndef PT_REGS_PARM6
@@ -45,10 +45,6 @@
 const volatile bool stacks_on = false;
 const volatile bool launch_events = false;
 const volatile bool enter_events = false;
-const volatile bool stop_on_load = false;
-const volatile bool watch_so = false;
-const volatile __u32 n_lib_pfx = 0;
-const volatile char lib_pfx[NT_CUDA_LIB_PFX_MAX][NT_CUDA_LIB_PFX_LEN] = {};
 const volatile __u64 fn_threshold_ns[NT_CUDA_FN_MAX] = {};
 
 struct {
@@ -145,34 +141,6 @@ struct {
 	__type(value, struct nt_cuda_fn_stats);
 } fnstats SEC(".maps");
 
-/* Executables (dev, ino) user space already checked: no stop at exec. */
-struct exe_id {
-	__u64 ino;
-	__u32 dev;
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct exe_id);
-	__type(value, __u8);
-} exe_known SEC(".maps");
-
-/* openat of a matching library: path kept from enter to exit, per thread. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct nt_cuda_raw_path);
-} open_pending SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct nt_cuda_raw_path);
-} path_scratch SEC(".maps");
 
 /*
  * The last target decision per CPU: a launch-bound loop runs on one thread,
@@ -689,168 +657,15 @@ int fn_return(struct pt_regs *ctx)
 }
 
 /* ------------------------------------------------------------------ */
-/* Library discovery                                                   */
+/* Library discovery (shared with the nvlink probe: core/bpf/libload.bpf.h) */
 /* ------------------------------------------------------------------ */
 
-#define NAME_LEN 64
-
-struct base_ctx {
-	struct nt_cuda_raw_path *p;
-	char *name;
-	__u32 base;
-};
-
-static int find_base_cb(__u32 i, void *arg)
-{
-	struct base_ctx *b = arg;
-	char c = b->p->path[i & (NT_CUDA_PATH_MAX - 1)];
-
-	if (!c)
-		return 1;
-	if (c == '/')
-		b->base = i + 1;
-	return 0;
-}
-
-static int copy_base_cb(__u32 i, void *arg)
-{
-	struct base_ctx *b = arg;
-	char c = b->p->path[(b->base + i) & (NT_CUDA_PATH_MAX - 1)];
-
-	b->name[i & (NAME_LEN - 1)] = c;
-	return c ? 0 : 1;
-}
-
-/* Basename of p->path into name[] (NUL-terminated, truncated); bpf_loop
- * keeps the verifier from walking every path length. */
-static __always_inline void path_base(struct nt_cuda_raw_path *p, char *name)
-{
-	struct base_ctx b = { .p = p, .name = name, .base = 0 };
-
-	bpf_loop(NT_CUDA_PATH_MAX, find_base_cb, &b, 0);
-	bpf_loop(NAME_LEN, copy_base_cb, &b, 0);
-	name[NAME_LEN - 1] = 0;
-}
-
-static __always_inline bool name_is_so(const char *name)
-{
-	for (__u32 i = 0; i + 2 < NAME_LEN; i++) {
-		if (!name[i])
-			break;
-		if (name[i] == '.' && name[i + 1] == 's' && name[i + 2] == 'o')
-			return true;
-	}
-	return false;
-}
-
-static __always_inline bool name_matches(const char *name)
-{
-	for (__u32 n = 0; n < NT_CUDA_LIB_PFX_MAX; n++) {
-		bool ok = true;
-
-		if (n >= n_lib_pfx)
-			break;
-		for (__u32 i = 0; i < NT_CUDA_LIB_PFX_LEN; i++) {
-			char want = lib_pfx[n][i];
-
-			if (!want)
-				break;
-			if (name[i] != want) {
-				ok = false;
-				break;
-			}
-		}
-		if (ok)
-			return true;
-	}
-	return false;
-}
-
-SEC("tracepoint/syscalls/sys_enter_openat")
-int on_openat_enter(struct trace_event_raw_sys_enter *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, zero = 0;
-	struct nt_cuda_raw_path *p;
-	char name[NAME_LEN];
-	bool match;
-
-	if (!n_lib_pfx || !nt_target_ok(id >> 32))
-		return 0;
-	p = bpf_map_lookup_elem(&path_scratch, &zero);
-	if (!p)
-		return 0;
-	if (bpf_probe_read_user_str(p->path, sizeof(p->path),
-				    (void *)ctx->args[1]) <= 0)
-		return 0;
-	path_base(p, name);
-	match = name_matches(name);
-	if (!match && !(watch_so && name_is_so(name)))
-		return 0;
-	fill_hdr(&p->hdr, NT_CUDA_RAW_OPEN, id);
-	p->hdr.size = sizeof(*p);
-	p->ino = 0;
-	p->dev = 0;
-	/* stopped doubles as "matched a CUDA library name" until exit */
-	p->stopped = match;
-	bpf_map_update_elem(&open_pending, &tid, p, BPF_ANY);
-	return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_openat")
-int on_openat_exit(struct trace_event_raw_sys_exit *ctx)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct nt_cuda_raw_path *p;
-
-	if (!n_lib_pfx)
-		return 0;
-	p = bpf_map_lookup_elem(&open_pending, &tid);
-	if (!p)
-		return 0;
-	if (ctx->ret >= 0) {
-		bool stop = p->stopped && stop_on_load && nt_filter_on;
-
-		p->stopped = stop;
-		if (stop)
-			bpf_send_signal(SIGSTOP_NR);
-		output(p, sizeof(*p));
-	}
-	bpf_map_delete_elem(&open_pending, &tid);
-	return 0;
-}
-
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid,
-	     struct linux_binprm *bprm)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct nt_cuda_raw_path *p;
-	struct exe_id eid = {};
-	__u32 zero = 0;
-
-	if (!nt_target_ok(id >> 32))
-		return 0;
-	eid.ino = BPF_CORE_READ(bprm, file, f_inode, i_ino);
-	eid.dev = BPF_CORE_READ(bprm, file, f_inode, i_sb, s_dev);
-	if (bpf_map_lookup_elem(&exe_known, &eid))
-		return 0;
-	p = bpf_map_lookup_elem(&path_scratch, &zero);
-	if (!p)
-		return 0;
-	fill_hdr(&p->hdr, NT_CUDA_RAW_EXEC, id);
-	p->hdr.size = sizeof(*p);
-	p->ino = eid.ino;
-	p->dev = eid.dev;
-	p->path[0] = 0;
-	bpf_probe_read_kernel_str(p->path, sizeof(p->path),
-				  BPF_CORE_READ(bprm, filename));
-	p->stopped = stop_on_load && nt_filter_on;
-	if (p->stopped)
-		bpf_send_signal(SIGSTOP_NR);
-	output(p, sizeof(*p));
-	return 0;
-}
+#define NT_LIBLOAD_REC struct nt_cuda_raw_path
+#define NT_LIBLOAD_OPEN NT_CUDA_RAW_OPEN
+#define NT_LIBLOAD_EXEC NT_CUDA_RAW_EXEC
+#define NT_LIBLOAD_PFX_MAX NT_CUDA_LIB_PFX_MAX
+#define NT_LIBLOAD_PFX_LEN NT_CUDA_LIB_PFX_LEN
+#define nt_libload_output output
+#include "libload.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

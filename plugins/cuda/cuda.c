@@ -588,50 +588,6 @@ static void batch_add(struct batch *b, uint64_t off, uint64_t cookie,
 	b->n++;
 }
 
-/*
- * BPF_LINK_CREATE for BPF_TRACE_UPROBE_MULTI (kernel 6.6+), by hand: the
- * libbpf of Debian 12 (1.1) predates it. Field offsets are those of union
- * bpf_attr's link_create.uprobe_multi in the kernel UAPI.
- */
-#define NT_BPF_LINK_CREATE 28
-#define NT_BPF_TRACE_UPROBE_MULTI 48
-#define NT_BPF_F_UPROBE_MULTI_RETURN 1u
-
-struct nt_uprobe_multi_attr {
-	uint32_t prog_fd;
-	uint32_t target_fd;
-	uint32_t attach_type;
-	uint32_t flags;
-	uint64_t path;
-	uint64_t offsets;
-	uint64_t ref_ctr_offsets;
-	uint64_t cookies;
-	uint32_t cnt;
-	uint32_t um_flags;
-	uint32_t pid;
-	uint32_t pad_;
-	uint8_t rest_[64]; /* zero: the rest of union bpf_attr */
-};
-
-static int uprobe_multi_link(int prog_fd, const char *path, bool ret,
-			     const uint64_t *offs, const uint64_t *cookies,
-			     size_t n)
-{
-	struct nt_uprobe_multi_attr a;
-	long fd;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = (uint32_t)prog_fd;
-	a.attach_type = NT_BPF_TRACE_UPROBE_MULTI;
-	a.path = (uint64_t)(uintptr_t)path;
-	a.offsets = (uint64_t)(uintptr_t)offs;
-	a.cookies = (uint64_t)(uintptr_t)cookies;
-	a.cnt = (uint32_t)n;
-	a.um_flags = ret ? NT_BPF_F_UPROBE_MULTI_RETURN : 0;
-	fd = syscall(__NR_bpf, NT_BPF_LINK_CREATE, &a, sizeof(a));
-	return fd < 0 ? -errno : (int)fd;
-}
-
 static int batch_attach(struct cuda *c, struct lib *l, struct batch *b)
 {
 	int attached = 0;
@@ -639,7 +595,7 @@ static int batch_attach(struct cuda *c, struct lib *l, struct batch *b)
 	if (!b->n)
 		return 0;
 	if (c->multi && l->nmfds < NT_ARRAY_LEN(l->mfds)) {
-		int fd = uprobe_multi_link(bpf_program__fd(b->prog), l->path,
+		int fd = nt_bpf_uprobe_multi(bpf_program__fd(b->prog), l->path,
 					   b->ret, b->offs, b->cookies, b->n);
 
 		if (fd >= 0) {
