@@ -6,7 +6,6 @@
  * the raw records into cuda.* events (cuda_decode.c) and keeps the metrics.
  * See docs/cuda.md for the events, metrics, keys and what it cannot see.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <inttypes.h>
@@ -834,23 +833,6 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 	return 0;
 }
 
-/* A path as a process sees it, openable from here. */
-static void proc_path(uint32_t pid, const char *path, char *out, size_t n)
-{
-	struct stat st;
-
-	if (pid && path[0] == '/') {
-		snprintf(out, n, "/proc/%u/root%s", pid, path);
-		if (stat(out, &st) == 0)
-			return;
-	} else if (pid) {
-		snprintf(out, n, "/proc/%u/cwd/%s", pid, path);
-		if (stat(out, &st) == 0)
-			return;
-	}
-	snprintf(out, n, "%s", path);
-}
-
 struct scan_ctx {
 	struct cuda *c;
 	uint32_t pid;
@@ -861,7 +843,7 @@ static int scan_map_cb(void *arg, const struct nt_cuda_map *m)
 	struct scan_ctx *sc = arg;
 	char p[NT_CUDA_PATH_MAX + 64];
 
-	proc_path(sc->pid, m->path, p, sizeof(p));
+	nt_cuda_proc_path(sc->pid, m->path, p, sizeof(p));
 	probe_file(sc->c, p, sc->pid);
 	return 0;
 }
@@ -900,22 +882,15 @@ static void scan_default_paths(struct cuda *c)
 	}
 }
 
+static int scan_pid_cb(void *arg, uint32_t pid)
+{
+	scan_pid(arg, pid);
+	return 0;
+}
+
 static void scan_all_pids(struct cuda *c)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(de->d_name, &end, 10);
-
-		if (*end || !pid || pid == (unsigned long)getpid())
-			continue;
-		scan_pid(c, (uint32_t)pid);
-	}
-	closedir(d);
+	nt_cuda_for_each_pid(scan_pid_cb, c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -983,12 +958,12 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 		}
 		snprintf(full, sizeof(full), "/proc/%u/exe", pid);
 		if (probe_file(c, full, pid) < 0) {
-			proc_path(pid, path, full, sizeof(full));
+			nt_cuda_proc_path(pid, path, full, sizeof(full));
 			probe_file(c, full, pid);
 		}
 		mark_exe_known(c, p);
 	} else {
-		proc_path(pid, path, full, sizeof(full));
+		nt_cuda_proc_path(pid, path, full, sizeof(full));
 		probe_file(c, full, pid);
 	}
 	/* While the target is held: have the core read its memory map now, so

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "cuda_lib.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *nt_cuda_insn_name(int insn)
@@ -240,4 +242,40 @@ int nt_cuda_scan_maps(uint32_t pid, nt_cuda_map_fn fn, void *arg)
 	}
 	fclose(f);
 	return ret;
+}
+
+void nt_cuda_proc_path(uint32_t pid, const char *path, char *out, size_t n)
+{
+	struct stat st;
+
+	if (pid && path[0] == '/') {
+		snprintf(out, n, "/proc/%u/root%s", pid, path);
+		if (stat(out, &st) == 0)
+			return;
+	} else if (pid) {
+		snprintf(out, n, "/proc/%u/cwd/%s", pid, path);
+		if (stat(out, &st) == 0)
+			return;
+	}
+	snprintf(out, n, "%s", path);
+}
+
+int nt_cuda_for_each_pid(int (*fn)(void *arg, uint32_t pid), void *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !pid || pid == (unsigned long)getpid())
+			continue;
+		if (fn(arg, (uint32_t)pid))
+			break;
+	}
+	closedir(d);
+	return 0;
 }

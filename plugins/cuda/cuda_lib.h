@@ -4,7 +4,8 @@
  * uprobes, the first instruction at each), library classification (CUDA
  * runtime, driver, a runtime linked statically into an executable or a
  * shared object) and /proc/PID/maps scanning. Pure user space (libelf),
- * unit-tested against the fixture libraries.
+ * unit-tested against the fixture libraries. Shared with the nvlink probe
+ * (libnccl), which compiles this file in.
  */
 #ifndef NTCORE_CUDA_LIB_H
 #define NTCORE_CUDA_LIB_H
@@ -70,5 +71,12 @@ bool nt_cuda_parse_maps_line(char *line, struct nt_cuda_map *m);
 /* Call fn once per distinct executable file of pid (first r-xp mapping);
  * fn returning non-zero stops. Returns 0 or -errno. */
 int nt_cuda_scan_maps(uint32_t pid, nt_cuda_map_fn fn, void *arg);
+
+/* A path as process `pid` sees it (its root or cwd), openable from here;
+ * `path` itself when that does not exist or pid is 0. */
+void nt_cuda_proc_path(uint32_t pid, const char *path, char *out, size_t n);
+/* fn(arg, pid) for every process but this one; fn returning non-zero
+ * stops. Returns 0 or -errno when /proc cannot be read. */
+int nt_cuda_for_each_pid(int (*fn)(void *arg, uint32_t pid), void *arg);
 
 #endif /* NTCORE_CUDA_LIB_H */

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * nvlink probe, kernel side.
+ *
+ * - nccl_enter / nccl_return: one uprobe + uretprobe pair on every probed
+ *   NCCL entry point; the attach cookie is the enum nvl_call. The entry keeps
+ *   the raw arguments per thread in `inflight` (a nested probed call, such
+ *   as ncclBcast calling ncclBroadcast, only deepens the outer one); the
+ *   return writes one nvl_raw_call. Comm-init calls also carry the
+ *   ncclUniqueId (read at entry: by value on the stack, or through the
+ *   pointer of ncclCommInitRankScalable) and the communicator handle(s) the
+ *   call wrote (read at return).
+ * - on_fence_*: the dma_fence tracepoints: counts per kind in a per-CPU
+ *   array, emit time per fence and wait start per thread in hashes, one
+ *   record per signalled fence and per ended wait.
+ * - on_xid: nvidia:nvidia_dev_xid (a module tracepoint, so its field
+ *   offsets come from tracefs through rodata).
+ * - library discovery (openat of libnccl*): core/bpf/libload.bpf.h.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "common.bpf.h"
+#include "nvlink.h"
+
+/* libbpf 1.1 stops at the fifth argument register. */
+#ifndef PT_REGS_PARM6
+#if defined(__TARGET_ARCH_x86)
+#define PT_REGS_PARM6(x) ((x)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define PT_REGS_PARM6(x) (((const struct user_pt_regs *)(x))->regs[5])
+#else
+#error "PT_REGS_PARM6 is not defined for this architecture"
+#endif
+#endif
+
+/* nvidia_dev_xid field offsets in the raw record (from tracefs). */
+const volatile __u32 xid_off_dev = 8;
+const volatile __u32 xid_off_code = 12;
+const volatile __u32 xid_off_msg = 16;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct nvl_inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nvl_inflight);
+} entry_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nvl_raw_call);
+} call_scratch SEC(".maps");
+
+/* dma_fence events seen, per kind (enum nvl_fence_kind). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NVL_FENCE_N);
+	__type(key, __u32);
+	__type(value, __u64);
+} fence_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct nvl_fence_key);
+	__type(value, __u64);
+} fence_emit SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} fence_wait SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nvl_raw_fence);
+} fence_scratch SEC(".maps");
+
+static __always_inline void output(void *rec, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, rec, size, 0))
+		nt_count_drop();
+}
+
+/* ------------------------------------------------------------------ */
+/* NCCL                                                                */
+/* ------------------------------------------------------------------ */
+
+static __always_inline bool is_init(__u32 call)
+{
+	return call == NVL_C_INITRANK || call == NVL_C_INITRANKCONFIG ||
+	       call == NVL_C_INITALL || call == NVL_C_INITSCALABLE;
+}
+
+static __always_inline void read_uid(struct pt_regs *ctx,
+				     struct nvl_inflight *f)
+{
+	void *src = 0;
+
+	if (f->call == NVL_C_INITRANK || f->call == NVL_C_INITRANKCONFIG)
+		src = (void *)(PT_REGS_SP(ctx) + 8); /* by value: 1st stack slot */
+	else if (f->call == NVL_C_INITSCALABLE)
+		src = (void *)f->reg[4];             /* ncclUniqueId *commIds */
+	if (!src || bpf_probe_read_user(f->uid, sizeof(f->uid), src))
+		__builtin_memset(f->uid, 0, sizeof(f->uid));
+}
+
+SEC("uprobe")
+int nccl_enter(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, zero = 0;
+	struct nvl_inflight *f;
+
+	if (!nt_target_ok(id >> 32))
+		return 0;
+	f = bpf_map_lookup_elem(&inflight, &tid);
+	if (f) {
+		f->depth++;
+		return 0;
+	}
+	f = bpf_map_lookup_elem(&entry_scratch, &zero);
+	if (!f)
+		return 0;
+	f->ts_ns = bpf_ktime_get_ns();
+	f->call = (__u32)bpf_get_attach_cookie(ctx);
+	f->depth = 1;
+	f->tgid = id >> 32;
+	f->tid = tid;
+	f->reg[0] = PT_REGS_PARM1(ctx);
+	f->reg[1] = PT_REGS_PARM2(ctx);
+	f->reg[2] = PT_REGS_PARM3(ctx);
+	f->reg[3] = PT_REGS_PARM4(ctx);
+	f->reg[4] = PT_REGS_PARM5(ctx);
+	f->reg[5] = PT_REGS_PARM6(ctx);
+	if (bpf_probe_read_user(f->stk, sizeof(f->stk),
+				(void *)(PT_REGS_SP(ctx) + 8)))
+		f->stk[0] = f->stk[1] = 0;
+	if (is_init(f->call))
+		read_uid(ctx, f);
+	bpf_map_update_elem(&inflight, &tid, f, BPF_ANY);
+	return 0;
+}
+
+/* The communicator handle(s) a comm-init call wrote through its first
+ * argument (ncclComm_t *; an array of ndev for ncclCommInitAll). */
+static __always_inline void read_handles(struct nvl_raw_call *r)
+{
+	__u64 n = 1, size;
+
+	if (r->call == NVL_C_INITALL)
+		n = r->reg[1] & 0xffffffff;
+	if (n > NVL_HANDLES_MAX)
+		n = NVL_HANDLES_MAX;
+	if (!n || !r->reg[0])
+		return;
+	size = n * 8;
+	/* keep the clamped value in the register the verifier checks */
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(r->handles))
+		return;
+	if (bpf_probe_read_user(r->handles, size, (void *)r->reg[0]))
+		return;
+	r->nhandles = (__u32)n;
+}
+
+SEC("uretprobe")
+int nccl_return(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, zero = 0;
+	struct nvl_inflight *f;
+	struct nvl_raw_call *r;
+
+	f = bpf_map_lookup_elem(&inflight, &tid);
+	if (!f)
+		return 0;
+	if (f->depth > 1) {
+		f->depth--;
+		return 0;
+	}
+	r = bpf_map_lookup_elem(&call_scratch, &zero);
+	if (!r) {
+		bpf_map_delete_elem(&inflight, &tid);
+		return 0;
+	}
+	nt_hdr_current(&r->hdr, NVL_RAW_CALL, sizeof(*r));
+	r->hdr.ts_ns = f->ts_ns;
+	r->duration_ns = bpf_ktime_get_ns() - f->ts_ns;
+	__builtin_memcpy(r->reg, f->reg, sizeof(r->reg));
+	__builtin_memcpy(r->stk, f->stk, sizeof(r->stk));
+	__builtin_memcpy(r->uid, f->uid, sizeof(r->uid));
+	r->ret = (__s32)PT_REGS_RC(ctx);
+	r->call = f->call;
+	r->nhandles = 0;
+	r->pad = 0;
+	if (is_init(r->call) && r->ret == 0)
+		read_handles(r);
+	bpf_map_delete_elem(&inflight, &tid);
+	output(r, sizeof(*r));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* dma_fence                                                           */
+/* ------------------------------------------------------------------ */
+
+static __always_inline void fence_count(__u32 kind)
+{
+	__u64 *n = bpf_map_lookup_elem(&fence_counts, &kind);
+
+	if (n)
+		(*n)++;
+}
+
+static __always_inline void fence_strings(struct trace_event_raw_dma_fence *ctx,
+					  struct nvl_raw_fence *r)
+{
+	__u32 d = BPF_CORE_READ(ctx, __data_loc_driver) & 0xffff;
+	__u32 t = BPF_CORE_READ(ctx, __data_loc_timeline) & 0xffff;
+
+	if (bpf_probe_read_kernel_str(r->driver, sizeof(r->driver),
+				      (void *)ctx + d) < 0)
+		r->driver[0] = 0;
+	if (bpf_probe_read_kernel_str(r->timeline, sizeof(r->timeline),
+				      (void *)ctx + t) < 0)
+		r->timeline[0] = 0;
+}
+
+static __always_inline int fence_record(struct trace_event_raw_dma_fence *ctx,
+					__u32 kind, __u64 latency)
+{
+	struct nvl_raw_fence *r;
+	__u32 zero = 0;
+
+	r = bpf_map_lookup_elem(&fence_scratch, &zero);
+	if (!r)
+		return 0;
+	nt_hdr_current(&r->hdr, NVL_RAW_FENCE, sizeof(*r));
+	r->latency_ns = latency;
+	r->context = BPF_CORE_READ(ctx, context);
+	r->seqno = BPF_CORE_READ(ctx, seqno);
+	r->kind = kind;
+	r->pad = 0;
+	fence_strings(ctx, r);
+	output(r, sizeof(*r));
+	return 0;
+}
+
+static __always_inline struct nvl_fence_key
+fence_key(struct trace_event_raw_dma_fence *ctx)
+{
+	struct nvl_fence_key k = {
+		.context = BPF_CORE_READ(ctx, context),
+		.seqno = BPF_CORE_READ(ctx, seqno),
+	};
+
+	return k;
+}
+
+SEC("tracepoint/dma_fence/dma_fence_emit")
+int on_fence_emit(struct trace_event_raw_dma_fence *ctx)
+{
+	struct nvl_fence_key k = fence_key(ctx);
+	__u64 now = bpf_ktime_get_ns();
+
+	fence_count(NVL_FENCE_EMIT);
+	bpf_map_update_elem(&fence_emit, &k, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/dma_fence/dma_fence_signaled")
+int on_fence_signaled(struct trace_event_raw_dma_fence *ctx)
+{
+	struct nvl_fence_key k = fence_key(ctx);
+	__u64 *t = bpf_map_lookup_elem(&fence_emit, &k);
+	__u64 latency = 0;
+
+	fence_count(NVL_FENCE_SIGNALED);
+	if (t) {
+		latency = bpf_ktime_get_ns() - *t;
+		bpf_map_delete_elem(&fence_emit, &k);
+	}
+	return fence_record(ctx, NVL_FENCE_SIGNALED, latency);
+}
+
+SEC("tracepoint/dma_fence/dma_fence_wait_start")
+int on_fence_wait_start(struct trace_event_raw_dma_fence *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)id;
+
+	fence_count(NVL_FENCE_WAIT_START);
+	if (!nt_target_ok(id >> 32))
+		return 0;
+	bpf_map_update_elem(&fence_wait, &tid, &now, BPF_ANY);
+	return 0;
+}
+
+SEC("tracepoint/dma_fence/dma_fence_wait_end")
+int on_fence_wait_end(struct trace_event_raw_dma_fence *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	__u64 *t, latency;
+
+	fence_count(NVL_FENCE_WAIT_END);
+	t = bpf_map_lookup_elem(&fence_wait, &tid);
+	if (!t)
+		return 0;
+	latency = bpf_ktime_get_ns() - *t;
+	bpf_map_delete_elem(&fence_wait, &tid);
+	return fence_record(ctx, NVL_FENCE_WAIT_END, latency);
+}
+
+/* ------------------------------------------------------------------ */
+/* XID (nvidia module tracepoint)                                      */
+/* ------------------------------------------------------------------ */
+
+SEC("tracepoint/nvidia/nvidia_dev_xid")
+int on_xid(void *ctx)
+{
+	struct nvl_raw_xid r = {};
+	__u32 loc = 0;
+
+	nt_hdr_current(&r.hdr, NVL_RAW_XID, sizeof(r));
+	bpf_probe_read_kernel(&r.xid, sizeof(r.xid), ctx + (xid_off_code & 0xff));
+	if (!bpf_probe_read_kernel(&loc, sizeof(loc), ctx + (xid_off_dev & 0xff)))
+		bpf_probe_read_kernel_str(r.dev, sizeof(r.dev),
+					  ctx + (loc & 0xffff));
+	loc = 0;
+	if (!bpf_probe_read_kernel(&loc, sizeof(loc), ctx + (xid_off_msg & 0xff)))
+		bpf_probe_read_kernel_str(r.msg, sizeof(r.msg),
+					  ctx + (loc & 0xffff));
+	output(&r, sizeof(r));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Library discovery                                                   */
+/* ------------------------------------------------------------------ */
+
+#define NT_LIBLOAD_REC struct nvl_raw_path
+#define NT_LIBLOAD_OPEN NVL_RAW_OPEN
+#define NT_LIBLOAD_EXEC NVL_RAW_EXEC
+#define NT_LIBLOAD_PFX_MAX NVL_PFX_MAX
+#define NT_LIBLOAD_PFX_LEN NVL_PFX_LEN
+#define nt_libload_output output
+#include "libload.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
