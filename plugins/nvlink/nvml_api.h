@@ -64,6 +64,19 @@ struct nvml_memory {
 	unsigned long long used;
 };
 
+/* nvmlMemory_v2_t: `used` excludes `reserved` (what nvidia-smi shows as
+ * used since R510); `version` must be NVML_MEMORY_V2_VERSION */
+struct nvml_memory_v2 {
+	unsigned int version;
+	unsigned long long total;
+	unsigned long long reserved;
+	unsigned long long free;
+	unsigned long long used;
+};
+
+#define NVML_MEMORY_V2_VERSION                                                 \
+	((unsigned int)(sizeof(struct nvml_memory_v2) | (2u << 24)))
+
 /* nvmlProcessInfo_t as filled by nvmlDeviceGetComputeRunningProcesses_v3 */
 struct nvml_process_info {
 	unsigned int pid;
@@ -174,6 +187,8 @@ enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
 	  (nvml_device_t, struct nvml_utilization *))                          \
 	X(memory, "nvmlDeviceGetMemoryInfo",                                   \
 	  (nvml_device_t, struct nvml_memory *))                               \
+	X(memory_v2, "nvmlDeviceGetMemoryInfo_v2",                             \
+	  (nvml_device_t, struct nvml_memory_v2 *))                            \
 	X(power, "nvmlDeviceGetPowerUsage", (nvml_device_t, unsigned int *))   \
 	X(energy, "nvmlDeviceGetTotalEnergyConsumption",                       \
 	  (nvml_device_t, unsigned long long *))                               \

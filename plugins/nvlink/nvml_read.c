@@ -76,11 +76,34 @@ static void set_dev(struct nvml_poller *p, struct nvml_dev *d, int m, double v)
 	p->host->metric_set(p->nm->m[m], lv, v);
 }
 
+/* Memory in use as nvidia-smi and dcgm-exporter count it: the v2 call,
+ * whose `used` leaves out what the driver reserves; v1 (used includes the
+ * reserved part) on drivers without it. */
+static void read_memory(struct nvml_poller *p, struct nvml_dev *d)
+{
+	const struct nvml_lib *l = &p->lib;
+	struct nvml_memory_v2 m2;
+	struct nvml_memory m1;
+
+	memset(&m2, 0, sizeof(m2));
+	m2.version = NVML_MEMORY_V2_VERSION;
+	if (l->memory_v2 && l->memory_v2(d->h, &m2) == NVML_OK) {
+		set_dev(p, d, NVM_MEM_USED, (double)m2.used);
+		set_dev(p, d, NVM_MEM_TOTAL, (double)m2.total);
+		set_dev(p, d, NVM_MEM_RESERVED, (double)m2.reserved);
+		return;
+	}
+	if (nvml_want(p, d, NQ_MEMORY, l->memory != NULL) &&
+	    nvml_ok(p, d, NQ_MEMORY, l->memory(d->h, &m1))) {
+		set_dev(p, d, NVM_MEM_USED, (double)m1.used);
+		set_dev(p, d, NVM_MEM_TOTAL, (double)m1.total);
+	}
+}
+
 static void read_basic(struct nvml_poller *p, struct nvml_dev *d)
 {
 	const struct nvml_lib *l = &p->lib;
 	struct nvml_utilization u;
-	struct nvml_memory mem;
 	unsigned int v;
 	unsigned long long e;
 
@@ -89,11 +112,7 @@ static void read_basic(struct nvml_poller *p, struct nvml_dev *d)
 		set_dev(p, d, NVM_UTIL, u.gpu / 100.0);
 		set_dev(p, d, NVM_MEMUTIL, u.memory / 100.0);
 	}
-	if (nvml_want(p, d, NQ_MEMORY, l->memory != NULL) &&
-	    nvml_ok(p, d, NQ_MEMORY, l->memory(d->h, &mem))) {
-		set_dev(p, d, NVM_MEM_USED, (double)mem.used);
-		set_dev(p, d, NVM_MEM_TOTAL, (double)mem.total);
-	}
+	read_memory(p, d);
 	if (nvml_want(p, d, NQ_POWER, l->power != NULL) && nvml_ok(p, d, NQ_POWER, l->power(d->h, &v)))
 		set_dev(p, d, NVM_POWER, v / 1000.0);
 	if (nvml_want(p, d, NQ_ENERGY, l->energy != NULL) &&

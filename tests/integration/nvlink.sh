@@ -24,7 +24,7 @@ gpu 0 name NVIDIA H100 80GB HBM3
 gpu 0 uuid GPU-11111111-2222-3333-4444-555555555555
 gpu 0 bus 00000000:00:06.0
 gpu 0 util 97 41
-gpu 0 memory 85899345920 4294967296
+gpu 0 memory 85899345920 4294967296 536870912
 gpu 0 power 312500
 gpu 0 energy 123456789
 gpu 0 temp 51
@@ -87,6 +87,7 @@ want("ntcore_nvlink_gpu_utilization_ratio", 0.97, **g0)
 want("ntcore_nvlink_memory_utilization_ratio", 0.41, **g0)
 want("ntcore_nvlink_memory_used_bytes", 4294967296, **g0)
 want("ntcore_nvlink_memory_total_bytes", 85899345920, **g0)
+want("ntcore_nvlink_memory_reserved_bytes", 536870912, **g0)
 want("ntcore_nvlink_memory_used_bytes", 10, **g1)
 want("ntcore_nvlink_power_watts", 312.5, **g0)
 want("ntcore_nvlink_energy_joules_total", 123456.789, **g0)

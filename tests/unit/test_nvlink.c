@@ -41,6 +41,11 @@ START_TEST(test_nvml_layouts)
 	ck_assert_uint_eq(sizeof(struct nvml_event_data), 32);
 	ck_assert_uint_eq(offsetof(struct nvml_event_data, event_data), 16);
 	ck_assert_uint_eq(sizeof(struct nvml_memory), 24);
+	/* nvmlMemory_v2_t: version, total 8, reserved 16, free 24, used 32;
+	 * nvmlMemory_v2 = sizeof | 2 << 24 */
+	ck_assert_uint_eq(sizeof(struct nvml_memory_v2), 40);
+	ck_assert_uint_eq(offsetof(struct nvml_memory_v2, used), 32);
+	ck_assert_uint_eq(NVML_MEMORY_V2_VERSION, 0x02000028);
 	ck_assert_uint_eq(offsetof(struct nvml_memory, used), 16);
 	ck_assert_uint_eq(sizeof(struct nvml_utilization), 8);
 }
