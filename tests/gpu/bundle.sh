@@ -10,15 +10,16 @@ B=${1:-/tmp/gpubuild}
 S=$(mktemp -d /tmp/gpubundle.XXXXXX)
 trap 'rm -rf "$S"' EXIT
 # ALL=1: every plugin (tests/gpu/training_conf.sh); else what the cuda,
-# detectors and python checks need.
-if [ "${ALL:-0}" = 1 ]; then plugins=all; else plugins=cuda,python,stdout,file; fi
+# detectors, python and nvlink checks need.
+if [ "${ALL:-0}" = 1 ]; then plugins=all; else plugins=cuda,nvlink,python,stdout,file; fi
 [ -f "$B/build.ninja" ] || meson setup "$B" -Dplugins=$plugins >/dev/null
 ninja -C "$B" >/dev/null
-mkdir -p "$S/core" "$S/plugins/cuda/detectors" "$S/plugins/python" "$S/sinks/file" "$S/sinks/stdout"
+mkdir -p "$S/core" "$S/plugins/cuda/detectors" "$S/plugins/python" "$S/plugins/nvlink" "$S/sinks/file" "$S/sinks/stdout"
 cp "$B/core/ntcore" "$S/core/"
 cp "$B/plugins/cuda/cuda.so" "$B/plugins/cuda/cuda_libinfo" "$S/plugins/cuda/"
 cp "$B"/plugins/cuda/detectors/*.so "$S/plugins/cuda/detectors/"
 cp "$B/plugins/python/python.so" "$S/plugins/python/"
+cp "$B/plugins/nvlink/nvlink.so" "$S/plugins/nvlink/"
 cp "$B/sinks/file/file.so" "$S/sinks/file/"
 cp "$B/sinks/stdout/stdout.so" "$S/sinks/stdout/"
 if [ "${ALL:-0}" = 1 ]; then
