@@ -243,11 +243,16 @@ static void on_init(struct nvl *s, const struct nvl_raw_call *r,
 
 void nvl_nccl_record(struct nvl *s, const void *rec, size_t size)
 {
-	const struct nvl_raw_call *r = rec;
+	struct nvl_raw_call full;
+	const struct nvl_raw_call *r = &full;
 	struct nvl_args a;
 	struct nvl_comm *c;
 
-	if (size < sizeof(*r) || r->call >= NVL_C_N)
+	if (size < NVL_RAW_CALL_SHORT)
+		return;
+	memset(&full, 0, sizeof(full));
+	memcpy(&full, rec, size < sizeof(full) ? size : sizeof(full));
+	if (r->call >= NVL_C_N || (nvl_call_is_init(r->call) && size < sizeof(full)))
 		return;
 	nvl_decode_args(r->call, r->reg, r->stk, &a);
 	if (nvl_call_is_init(r->call)) {
@@ -303,6 +308,7 @@ static void bw_publish(struct nvl *s)
 static size_t read_pending(struct nvl *s, struct nvl_pending *out, size_t max)
 {
 	int fd = bpf_map__fd(s->skel->maps.inflight);
+	int ufd = bpf_map__fd(s->skel->maps.init_uid);
 	uint32_t key, next, stale[64];
 	size_t n = 0, nstale = 0;
 	bool first = true;
@@ -334,7 +340,12 @@ static size_t read_pending(struct nvl *s, struct nvl_pending *out, size_t max)
 		out[n].c.bytes = nvl_call_bytes(&a);
 		out[n].c.dtype = a.dtype;
 		out[n].c.op = a.op;
-		out[n].uid = nvl_uid_hash(f.uid, sizeof(f.uid));
+		if (nvl_call_is_init(f.call)) {
+			struct nvl_uid u;
+
+			if (bpf_map_lookup_elem(ufd, &key, &u) == 0)
+				out[n].uid = nvl_uid_hash(u.b, sizeof(u.b));
+		}
 		out[n].rank = a.rank;
 		out[n].nranks = a.nranks;
 		n++;

@@ -54,6 +54,20 @@ struct {
 } inflight SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct nvl_uid);
+} init_uid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nvl_uid);
+} uid_scratch SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -96,9 +110,28 @@ struct {
 	__type(value, struct nvl_raw_fence);
 } fence_scratch SEC(".maps");
 
+/* A record user space needs now (a held target's library, an XID). */
 static __always_inline void output(void *rec, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, rec, size, 0))
+	if (bpf_ringbuf_output(&events, rec, size, BPF_RB_FORCE_WAKEUP))
+		nt_count_drop();
+}
+
+/*
+ * A record that may wait: the reader is woken only once `wakeup_bytes` are
+ * pending (user space also reads on its interval timer and before it acts
+ * on a process exit). A wake-up per record costs a self-IPI, which in a
+ * VM is an exit: ~3 us a call where the probe pair itself costs ~1 us.
+ */
+const volatile __u64 wakeup_bytes = 0;
+
+static __always_inline void output_lazy(void *rec, __u64 size)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, rec, size, flags))
 		nt_count_drop();
 }
 
@@ -112,17 +145,25 @@ static __always_inline bool is_init(__u32 call)
 	       call == NVL_C_INITALL || call == NVL_C_INITSCALABLE;
 }
 
-static __always_inline void read_uid(struct pt_regs *ctx,
-				     struct nvl_inflight *f)
+/* The ncclUniqueId of a comm init, into init_uid[tid]: by value on the
+ * stack (1st stack slot), or through ncclCommInitRankScalable's pointer. */
+static __always_inline void save_uid(struct pt_regs *ctx,
+				     const struct nvl_inflight *f, __u32 tid)
 {
+	struct nvl_uid *u;
+	__u32 zero = 0;
 	void *src = 0;
 
 	if (f->call == NVL_C_INITRANK || f->call == NVL_C_INITRANKCONFIG)
-		src = (void *)(PT_REGS_SP(ctx) + 8); /* by value: 1st stack slot */
+		src = (void *)(PT_REGS_SP(ctx) + 8);
 	else if (f->call == NVL_C_INITSCALABLE)
-		src = (void *)f->reg[4];             /* ncclUniqueId *commIds */
-	if (!src || bpf_probe_read_user(f->uid, sizeof(f->uid), src))
-		__builtin_memset(f->uid, 0, sizeof(f->uid));
+		src = (void *)f->reg[4];
+	u = bpf_map_lookup_elem(&uid_scratch, &zero);
+	if (!u)
+		return;
+	if (!src || bpf_probe_read_user(u->b, sizeof(u->b), src))
+		__builtin_memset(u->b, 0, sizeof(u->b));
+	bpf_map_update_elem(&init_uid, &tid, u, BPF_ANY);
 }
 
 SEC("uprobe")
@@ -157,7 +198,7 @@ int nccl_enter(struct pt_regs *ctx)
 				(void *)(PT_REGS_SP(ctx) + 8)))
 		f->stk[0] = f->stk[1] = 0;
 	if (is_init(f->call))
-		read_uid(ctx, f);
+		save_uid(ctx, f, tid);
 	bpf_map_update_elem(&inflight, &tid, f, BPF_ANY);
 	return 0;
 }
@@ -191,6 +232,7 @@ int nccl_return(struct pt_regs *ctx)
 	__u32 tid = (__u32)id, zero = 0;
 	struct nvl_inflight *f;
 	struct nvl_raw_call *r;
+	struct nvl_uid *u;
 
 	f = bpf_map_lookup_elem(&inflight, &tid);
 	if (!f)
@@ -209,13 +251,23 @@ int nccl_return(struct pt_regs *ctx)
 	r->duration_ns = bpf_ktime_get_ns() - f->ts_ns;
 	__builtin_memcpy(r->reg, f->reg, sizeof(r->reg));
 	__builtin_memcpy(r->stk, f->stk, sizeof(r->stk));
-	__builtin_memcpy(r->uid, f->uid, sizeof(r->uid));
 	r->ret = (__s32)PT_REGS_RC(ctx);
 	r->call = f->call;
 	r->nhandles = 0;
 	r->pad = 0;
-	if (is_init(r->call) && r->ret == 0)
+	if (!is_init(r->call)) {
+		bpf_map_delete_elem(&inflight, &tid);
+		output_lazy(r, NVL_RAW_CALL_SHORT);
+		return 0;
+	}
+	u = bpf_map_lookup_elem(&init_uid, &tid);
+	if (u)
+		__builtin_memcpy(r->uid, u->b, sizeof(r->uid));
+	else
+		__builtin_memset(r->uid, 0, sizeof(r->uid));
+	if (r->ret == 0)
 		read_handles(r);
+	bpf_map_delete_elem(&init_uid, &tid);
 	bpf_map_delete_elem(&inflight, &tid);
 	output(r, sizeof(*r));
 	return 0;
@@ -263,7 +315,7 @@ static __always_inline int fence_record(struct trace_event_raw_dma_fence *ctx,
 	r->kind = kind;
 	r->pad = 0;
 	fence_strings(ctx, r);
-	output(r, sizeof(*r));
+	output_lazy(r, sizeof(*r));
 	return 0;
 }
 

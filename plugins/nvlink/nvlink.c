@@ -50,7 +50,8 @@ static const struct nt_cfg_key nvl_config[] = {
 	    "a dma_fence wait at least this long is published as dma_fence.wait (us)"),
 	KEY(xid_tracepoint, NT_CFG_BOOL, "true", 1, 0,
 	    "the nvidia:nvidia_dev_xid tracepoint, where the NVIDIA module has it"),
-	KEY(ringbuf_kb, NT_CFG_INT, "1024", 4, 1048576, "BPF ring buffer size in KiB (a power of two)"),
+	KEY(ringbuf_kb, NT_CFG_INT, "4096", 4, 1048576,
+	    "BPF ring buffer size in KiB (a power of two; 128 bytes per NCCL call)"),
 	KEY(max_series, NT_CFG_INT, "10000", 16, 1000000, "label sets kept per metric family"),
 };
 
@@ -147,6 +148,7 @@ static int bpf_open_load(struct nvl *s)
 		s->multi = attempt == 0;
 		set_multi(k, s->multi);
 		bpf_map__set_max_entries(k->maps.events, (uint32_t)s->cfg->ringbuf_kb * 1024);
+		k->rodata->wakeup_bytes = (uint64_t)s->cfg->ringbuf_kb * 1024 / 8;
 		err = nt_bpf_use_targets(s->host, s->inst, k->maps.nt_targets,
 					 &k->rodata->nt_filter_on);
 		if (err)

@@ -71,21 +71,31 @@ struct nvl_inflight {
 	__u32 depth;             /* nested probed calls (counted once) */
 	__u32 tgid;
 	__u32 tid;
-	__u8 uid[NVL_UID_LEN];   /* comm init: the ncclUniqueId */
 };
 
+/* Comm init only, per thread from entry to return (`init_uid`): the
+ * ncclUniqueId, kept out of nvl_inflight so other calls copy 88 bytes. */
+struct nvl_uid {
+	__u8 b[NVL_UID_LEN];
+};
+
+/* Written whole for comm-init calls; other calls stop at `handles`
+ * (NVL_RAW_CALL_SHORT bytes), so the ring holds 2.5 times as many. */
 struct nvl_raw_call {
 	struct nt_event_hdr hdr; /* ts_ns: entry time */
 	__u64 duration_ns;       /* entry to return */
 	__u64 reg[6];
 	__u64 stk[2];
-	__u64 handles[NVL_HANDLES_MAX]; /* comm init: the new ncclComm_t(s) */
 	__s32 ret;               /* ncclResult_t */
 	__u32 call;              /* enum nvl_call */
 	__u32 nhandles;
 	__u32 pad;
+	/* comm init only */
+	__u64 handles[NVL_HANDLES_MAX]; /* the new ncclComm_t(s) */
 	__u8 uid[NVL_UID_LEN];
 };
+
+#define NVL_RAW_CALL_SHORT __builtin_offsetof(struct nvl_raw_call, handles)
 
 /* Library discovery record (core/bpf/libload.bpf.h's layout). */
 struct nvl_raw_path {
