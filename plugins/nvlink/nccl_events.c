@@ -16,7 +16,6 @@
 #include "nvl.h"
 #include "nvlink.bpf.skel.h"
 
-#define PENDING_MAX 256
 #define HANGS_MAX 16
 
 /* ncclSuccess, or ncclInProgress (a non-blocking communicator): issued. */
@@ -357,15 +356,14 @@ static size_t read_pending(struct nvl *s, struct nvl_pending *out, size_t max)
 
 void nvl_nccl_tick(struct nvl *s)
 {
-	static struct nvl_pending pend[PENDING_MAX]; /* loop thread only */
 	struct nvl_hang hangs[HANGS_MAX];
 	size_t np, nh;
 
 	bw_publish(s);
 	if (!s->skel || s->cfg->hang_timeout_ms <= 0)
 		return;
-	np = read_pending(s, pend, PENDING_MAX);
-	nh = nvl_hang_check(&s->comms, pend, np, nvl_now_ns(),
+	np = read_pending(s, s->pend, NVL_PENDING_MAX);
+	nh = nvl_hang_check(&s->comms, s->pend, np, nvl_now_ns(),
 			    (uint64_t)s->cfg->hang_timeout_ms * 1000000ull,
 			    hangs, HANGS_MAX);
 	for (size_t i = 0; i < nh; i++)

@@ -69,6 +69,8 @@ struct nvl_bw {
 #define NVL_BW_MAX 256
 #define NVL_TP_MAX 8
 #define NVL_XID_RECENT 16
+#define NVL_TARGETS_MAX 4096
+#define NVL_PENDING_MAX 256
 
 struct nvl_proc_label {
 	uint32_t pid;
@@ -106,6 +108,8 @@ struct nvl {
 	struct nvl_groups groups;
 	struct nvl_bw bw[NVL_BW_MAX];
 	uint64_t bw_lost;
+	struct nvl_pending pend[NVL_PENDING_MAX]; /* scratch of the hang check */
+	uint32_t targets[NVL_TARGETS_MAX];        /* scratch: the target pids */
 	/* one record being built, 8-byte aligned */
 	union {
 		struct nt_event_hdr hdr;

@@ -14,8 +14,6 @@
 #include "nvl.h"
 #include "xid.h"
 
-#define TARGETS_MAX 4096
-
 static void say_devices(struct nvl *s, const struct nvml_outbox *b)
 {
 	char line[1024];
@@ -99,14 +97,13 @@ static void dev_procs(struct nvl *s, uint32_t g, const struct nvml_outbox *b,
 
 static void publish_procs(struct nvl *s, const struct nvml_outbox *b)
 {
-	static uint32_t targets[TARGETS_MAX]; /* loop thread only */
 	bool filter = s->host->target_map_fd(s->inst) >= 0;
-	size_t nt = s->host->target_pids(s->inst, targets, TARGETS_MAX);
+	size_t nt = s->host->target_pids(s->inst, s->targets, NVL_TARGETS_MAX);
 
-	if (nt > TARGETS_MAX)
-		nt = TARGETS_MAX;
+	if (nt > NVL_TARGETS_MAX)
+		nt = NVL_TARGETS_MAX;
 	for (uint32_t g = 0; g < s->nvml->ndev; g++)
-		dev_procs(s, g, b, targets, nt, filter);
+		dev_procs(s, g, b, s->targets, nt, filter);
 }
 
 void nvl_nvml_drain(struct nvl *s)
