@@ -7,6 +7,11 @@
  * field offsets are read from the tracepoint's format file, since the
  * module's types are not in the kernel's BTF). Records become metrics,
  * dma_fence.wait events for long waits and alert.gpu_xid.
+ *
+ * Classic tracepoints, not the kit's tp_btf/raw_tp chooser: the fence's
+ * driver and timeline names exist only in the formatted record (with the
+ * typed arguments they sit behind fence->ops function pointers), and the
+ * NVIDIA module's tracepoint has no BTF at all.
  */
 #include <errno.h>
 #include <stdio.h>

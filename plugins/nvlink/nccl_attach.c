@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/clock.h"
 #include "../cuda/cuda_lib.h"
 #include "nccl_model.h"
 #include "nvl.h"
@@ -147,7 +148,7 @@ static void publish_lib(struct nvl *s, const struct nvl_lib *l, uint32_t pid,
 	memset(e, 0, sizeof(*e));
 	e->hdr.type = (uint32_t)s->types[NVL_EV_LIB];
 	e->hdr.size = sizeof(*e);
-	e->hdr.ts_ns = nvl_now_ns();
+	e->hdr.ts_ns = nt_clock_mono_ns();
 	e->hdr.pid = e->hdr.tid = pid;
 	e->n_probes = (uint32_t)l->nprobes;
 	e->err = err;

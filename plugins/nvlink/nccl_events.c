@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/clock.h"
+#include "ntcore/kit/proc.h"
 #include "nccl_model.h"
 #include "nvl.h"
 #include "nvlink.bpf.skel.h"
@@ -320,7 +322,7 @@ static size_t read_pending(struct nvl *s, struct nvl_pending *out, size_t max)
 		key = next;
 		if (bpf_map_lookup_elem(fd, &key, &f) != 0)
 			continue;
-		if (kill((pid_t)f.tgid, 0) != 0 && errno == ESRCH) {
+		if (!nt_proc_alive(f.tgid)) {
 			if (nstale < NT_ARRAY_LEN(stale))
 				stale[nstale++] = key;
 			continue;
@@ -363,7 +365,7 @@ void nvl_nccl_tick(struct nvl *s)
 	if (!s->skel || s->cfg->hang_timeout_ms <= 0)
 		return;
 	np = read_pending(s, s->pend, NVL_PENDING_MAX);
-	nh = nvl_hang_check(&s->comms, s->pend, np, nvl_now_ns(),
+	nh = nvl_hang_check(&s->comms, s->pend, np, nt_clock_mono_ns(),
 			    (uint64_t)s->cfg->hang_timeout_ms * 1000000ull,
 			    hangs, HANGS_MAX);
 	for (size_t i = 0; i < nh; i++)

@@ -118,10 +118,8 @@ struct nvl {
 	} rec;
 };
 
-uint64_t nvl_now_ns(void);
+/* nvl_util.c: the command name of pid, "?" when it is gone. */
 const char *nvl_comm_of(uint32_t pid, char *buf, size_t n);
-/* `str` escaped for a JSON string (no quotes added), truncated to fit. */
-size_t nvl_json_str(char *out, size_t n, const char *str);
 
 /* nvml_out.c */
 void nvl_nvml_drain(struct nvl *s);
@@ -148,9 +146,8 @@ void nvl_kernel_attach(struct nvl *s);
 void nvl_kernel_record(struct nvl *s, const void *rec, size_t size);
 void nvl_kernel_tick(struct nvl *s);
 
-/* nvl_util.c (generic plumbing, one file so the plugin kit can replace
- * it): an alert whose fixed part the caller filled in s->rec (after
- * NT_ALERT_FIELDS); returns the subscribers that took it. */
+/* nvl_util.c: an alert whose fixed part the caller filled in s->rec
+ * (after NT_ALERT_FIELDS); returns the subscribers that took it. */
 int nvl_publish_alert(struct nvl *s, int type_idx, size_t fixed_size,
 		      uint32_t severity, uint32_t pid, const char *message,
 		      const char *evidence);

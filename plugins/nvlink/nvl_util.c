@@ -1,45 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nvlink: generic plumbing kept in one file (the SDK's plugin kit will
- * replace it): the monotonic clock, a process's command name from /proc,
- * and alert records with their message and evidence strings.
+ * nvlink: a process's command name (the kit's /proc reader, "?" when it is
+ * gone) and alert records with their message and evidence strings.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "ntcore/kit/clock.h"
+#include "ntcore/kit/proc.h"
 #include "nvl.h"
-
-uint64_t nvl_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 const char *nvl_comm_of(uint32_t pid, char *buf, size_t n)
 {
-	char path[64];
-	ssize_t r;
-	int fd;
-
-	snprintf(buf, n, "?");
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return buf;
-	r = read(fd, buf, n - 1);
-	close(fd);
-	if (r <= 0) {
+	if (nt_proc_comm(pid, 0, buf, n) < 0)
 		snprintf(buf, n, "?");
-		return buf;
-	}
-	buf[r] = '\0';
-	if (r > 0 && buf[r - 1] == '\n')
-		buf[r - 1] = '\0';
 	return buf;
 }
 
@@ -68,7 +42,7 @@ int nvl_publish_alert(struct nvl *s, int type_idx, size_t fixed_size,
 	if (s->types[type_idx] <= 0)
 		return 0;
 	a->hdr.type = (uint32_t)s->types[type_idx];
-	a->hdr.ts_ns = nvl_now_ns();
+	a->hdr.ts_ns = nt_clock_mono_ns();
 	a->hdr.pid = pid;
 	a->hdr.tid = pid;
 	memset(a->hdr.comm, 0, sizeof(a->hdr.comm));
@@ -84,22 +58,3 @@ int nvl_publish_alert(struct nvl *s, int type_idx, size_t fixed_size,
 	return s->host->publish(s->inst, &a->hdr);
 }
 
-size_t nvl_json_str(char *out, size_t n, const char *str)
-{
-	size_t o = 0;
-
-	if (!n)
-		return 0;
-	for (const unsigned char *c = (const unsigned char *)str; *c && o + 7 < n; c++) {
-		if (*c == '"' || *c == '\\') {
-			out[o++] = '\\';
-			out[o++] = (char)*c;
-		} else if (*c < 0x20) {
-			o += (size_t)snprintf(out + o, n - o, "\\u%04x", *c);
-		} else {
-			out[o++] = (char)*c;
-		}
-	}
-	out[o] = '\0';
-	return o;
-}

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ntcore/kit/clock.h"
+#include "ntcore/kit/sb.h"
 #include "nvl.h"
 #include "xid.h"
 
@@ -142,7 +144,7 @@ static bool same_bus(const char *a, const char *b)
 /* The same XID of the same GPU from the other source within 2 s. */
 static bool seen_recently(struct nvl *s, uint32_t xid, const char *bus)
 {
-	uint64_t now = nvl_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	for (uint32_t i = 0; i < NVL_XID_RECENT; i++)
 		if (s->xid_recent[i].xid == xid && s->xid_recent[i].ts_ns &&
@@ -174,7 +176,8 @@ void nvl_xid_alert(struct nvl *s, int gpu, uint32_t xid, const char *bus,
 	const struct nvml_dev *d = gpu >= 0 && s->nvml ? nvml_poller_dev(s->nvml, (uint32_t)gpu)
 						       : dev_by_bus(s, bus);
 	const struct nvl_xid_info *info = nvl_xid_lookup(xid);
-	char xs[16], text[512], ev[1024], emsg[256];
+	char xs[16], text[512], ev[1024], emsg[300];
+	struct nt_sb sb;
 	const char *lv[4] = { d ? d->index_s : "", d ? d->uuid : "", xs, source };
 	struct nvl_ev_xid *e = (struct nvl_ev_xid *)s->rec.bytes;
 
@@ -185,10 +188,11 @@ void nvl_xid_alert(struct nvl *s, int gpu, uint32_t xid, const char *bus,
 	snprintf(text, sizeof(text), "GPU %s (%s): XID %u: %s; %s",
 		 d ? d->index_s : "?", d ? d->bus_id : bus, xid, info->meaning,
 		 info->action);
-	nvl_json_str(emsg, sizeof(emsg), msg);
+	nt_sb_init_buf(&sb, emsg, sizeof(emsg));
+	nt_sb_json_str(&sb, msg, strlen(msg));
 	snprintf(ev, sizeof(ev),
 		 "{\"gpu\":%d,\"uuid\":\"%s\",\"pci_bus_id\":\"%s\",\"xid\":%u,"
-		 "\"meaning\":\"%s\",\"action\":\"%s\",\"source\":\"%s\",\"driver_message\":\"%s\"}",
+		 "\"meaning\":\"%s\",\"action\":\"%s\",\"source\":\"%s\",\"driver_message\":%s}",
 		 d ? (int)d->index : -1, d ? d->uuid : "", d ? d->bus_id : bus, xid,
 		 info->meaning, info->action, source, emsg);
 	memset(e, 0, sizeof(*e));

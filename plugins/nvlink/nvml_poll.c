@@ -13,18 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ntcore/kit/clock.h"
 #include "nvml_poll.h"
 
 /* Longest NVML event wait: how long stopping the worker may take. */
 #define EVENT_SLICE_MS 100
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void signal_loop(struct nvml_poller *p)
 {
@@ -138,11 +131,11 @@ static void poll_all(struct nvml_poller *p)
 {
 	struct nvml_proc (*procs)[NVML_PROCS_MAX] = p->scratch;
 	uint32_t nprocs[NVML_DEV_MAX];
-	uint64_t t0 = mono_ns(), dt;
+	uint64_t t0 = nt_clock_mono_ns(), dt;
 
 	for (uint32_t i = 0; i < p->ndev; i++)
 		nvml_read_dev(p, &p->dev[i], t0, procs[i], &nprocs[i]);
-	dt = mono_ns() - t0;
+	dt = nt_clock_mono_ns() - t0;
 	p->host->metric_observe(p->nm->m[NVM_POLL], NULL, (double)dt / 1e9);
 	pthread_mutex_lock(&p->lock);
 	memcpy(p->out.procs, p->scratch, sizeof(p->scratch));
@@ -174,7 +167,7 @@ static void push_xid(struct nvml_poller *p, const struct nvml_event_data *e)
 
 		x->gpu = (uint32_t)d;
 		x->xid = e->event_data;
-		x->ts_ns = mono_ns();
+		x->ts_ns = nt_clock_mono_ns();
 	} else {
 		p->out.xids_lost++;
 	}
@@ -187,7 +180,7 @@ static void push_xid(struct nvml_poller *p, const struct nvml_event_data *e)
 static bool wait_until(struct nvml_poller *p, uint64_t deadline)
 {
 	for (;;) {
-		uint64_t now = mono_ns();
+		uint64_t now = nt_clock_mono_ns();
 		struct nvml_event_data e;
 		bool stop;
 
@@ -203,7 +196,7 @@ static bool wait_until(struct nvml_poller *p, uint64_t deadline)
 		pthread_mutex_unlock(&p->lock);
 		if (stop)
 			return false;
-		now = mono_ns();
+		now = nt_clock_mono_ns();
 		if (now >= deadline)
 			return true;
 		if (!p->events)
@@ -231,7 +224,7 @@ static void *worker(void *arg)
 	if (!ready)
 		return NULL;
 	for (;;) {
-		uint64_t deadline = mono_ns() + p->interval_ns;
+		uint64_t deadline = nt_clock_mono_ns() + p->interval_ns;
 
 		poll_all(p);
 		if (!wait_until(p, deadline))
