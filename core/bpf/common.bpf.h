@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared BPF-side helpers for ntcore probes: the target filter map the core
- * owns (reused by fd), the per-CPU drop counter beside every ring buffer, and
- * the event header filler. Include after vmlinux.h and the libbpf headers.
+ * owns (reused by fd), the per-CPU drop counter beside every ring buffer,
+ * the event header filler and PT_REGS_PARM6. Include after vmlinux.h and
+ * the libbpf headers (bpf_tracing.h for PT_REGS_PARM6).
  */
 #ifndef NTCORE_COMMON_BPF_H
 #define NTCORE_COMMON_BPF_H
 
 #include "ntcore/event.h"
+
+/* The sixth argument register of a uprobe: libbpf 1.1 (Debian 12) stops
+ * at the fifth. Used by the cuda and nvlink probes. */
+#ifndef PT_REGS_PARM6
+#if defined(__TARGET_ARCH_x86)
+#define PT_REGS_PARM6(x) ((x)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define PT_REGS_PARM6(x) (((const struct user_pt_regs *)(x))->regs[5])
+#endif
+#endif
 
 #ifndef NT_TARGETS_MAX
 #define NT_TARGETS_MAX 16384

@@ -31,17 +31,6 @@
 #include "cuda_raw.h"
 
 
-/* libbpf 1.1 stops at the fifth argument register. */
-#ifndef PT_REGS_PARM6
-#if defined(__TARGET_ARCH_x86)
-#define PT_REGS_PARM6(x) ((x)->r9)
-#elif defined(__TARGET_ARCH_arm64)
-#define PT_REGS_PARM6(x) (((const struct user_pt_regs *)(x))->regs[5])
-#else
-#error "PT_REGS_PARM6 is not defined for this architecture"
-#endif
-#endif
-
 const volatile bool stacks_on = false;
 const volatile bool launch_events = false;
 const volatile bool enter_events = false;

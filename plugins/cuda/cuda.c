@@ -7,7 +7,6 @@
  * See docs/cuda.md for the events, metrics, keys and what it cannot see.
  */
 #include <errno.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +29,7 @@
 #include "cuda.bpf.skel.h"
 #include "cuda_decode.h"
 #include "cuda_lib.h"
+#include "uprobes.h"
 
 enum { TOK_RING = 1, TOK_TICK = 2 };
 
@@ -325,11 +325,7 @@ struct lib {
 	char *path;
 	int kind; /* enum nt_cuda_libkind, or -1: checked, nothing to probe */
 	bool is_static;
-	struct bpf_link **links;  /* one per probe (perf-event uprobes) */
-	size_t nlinks, caplinks;
-	int mfds[8];              /* uprobe_multi links, one per program */
-	size_t nmfds;
-	size_t nprobes;
+	struct nt_uprobes up;     /* its links (uprobes.h) */
 };
 
 struct fn_entry {
@@ -551,21 +547,6 @@ static void publish(struct cuda *c, struct nt_cuda_rec *r)
 /* Attaching                                                           */
 /* ------------------------------------------------------------------ */
 
-static int lib_add_link(struct lib *l, struct bpf_link *link)
-{
-	if (l->nlinks == l->caplinks) {
-		size_t ncap = l->caplinks ? l->caplinks * 2 : 32;
-		struct bpf_link **n = realloc(l->links, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		l->links = n;
-		l->caplinks = ncap;
-	}
-	l->links[l->nlinks++] = link;
-	return 0;
-}
-
 /* Probes of one program in one file, attached together. */
 struct batch {
 	struct bpf_program *prog;
@@ -587,49 +568,27 @@ static void batch_add(struct batch *b, uint64_t off, uint64_t cookie,
 	b->n++;
 }
 
+static void attach_warn(void *arg, const char *path, const char *name,
+			bool ret, int err)
+{
+	struct cuda *c = arg;
+
+	c->host->log(c->inst, NT_LOG_WARN, "%s: cannot attach %s%s: %s", path,
+		     name, ret ? " (return)" : "", strerror(err));
+}
+
 static int batch_attach(struct cuda *c, struct lib *l, struct batch *b)
 {
-	int attached = 0;
+	int r = nt_uprobes_attach(&l->up, b->prog, l->path, b->ret, c->multi,
+				  b->offs, b->cookies, b->names, b->n,
+				  attach_warn, c);
 
-	if (!b->n)
-		return 0;
-	if (c->multi && l->nmfds < NT_ARRAY_LEN(l->mfds)) {
-		int fd = nt_bpf_uprobe_multi(bpf_program__fd(b->prog), l->path,
-					   b->ret, b->offs, b->cookies, b->n);
-
-		if (fd >= 0) {
-			l->mfds[l->nmfds++] = fd;
-			l->nprobes += b->n;
-			c->probes += b->n;
-			return (int)b->n;
-		}
+	if (r < 0)
 		c->host->log(c->inst, NT_LOG_WARN, "%s: cannot attach %zu %s probes: %s",
-			     l->path, b->n, bpf_program__name(b->prog), strerror(-fd));
-		return fd;
-	}
-	for (size_t i = 0; i < b->n; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = b->cookies[i],
-			    .retprobe = b->ret);
-		struct bpf_link *link;
-
-		link = bpf_program__attach_uprobe_opts(b->prog, -1, l->path,
-						       b->offs[i], &o);
-		if (!link) {
-			c->host->log(c->inst, NT_LOG_WARN,
-				     "%s: cannot attach %s%s: %s", l->path,
-				     b->names[i], b->ret ? " (return)" : "",
-				     strerror(errno));
-			continue;
-		}
-		if (lib_add_link(l, link)) {
-			bpf_link__destroy(link);
-			continue;
-		}
-		l->nprobes++;
-		c->probes++;
-		attached++;
-	}
-	return attached;
+			     l->path, b->n, bpf_program__name(b->prog), strerror(-r));
+	else
+		c->probes += (uint64_t)r;
+	return r;
 }
 
 static bool launch_layer_on(struct cuda *c, int layer)
@@ -759,7 +718,7 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 	}
 	l->kind = kind > 0 ? kind : NT_CUDA_LIB_NONE;
 	l->is_static = kind == NT_CUDA_LIB_RUNTIME && !nt_cuda_name_is_runtime(path);
-	before = l->nprobes;
+	before = l->up.nprobes;
 	{
 		static struct batch bt[8]; /* loop thread only: not re-entered */
 		struct bpf_program *progs[8] = {
@@ -828,31 +787,24 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 			     ? (l->is_static ? "CUDA runtime (static)" : "CUDA runtime")
 		     : l->kind == NT_CUDA_LIB_DRIVER ? "CUDA driver"
 						     : "function table",
-		     l->nprobes - before);
-	publish_library(c, l, pid, err, l->nprobes - before);
+		     l->up.nprobes - before);
+	publish_library(c, l, pid, err, l->up.nprobes - before);
 	return 0;
 }
 
-struct scan_ctx {
-	struct cuda *c;
-	uint32_t pid;
-};
-
-static int scan_map_cb(void *arg, const struct nt_cuda_map *m)
+static void probe_file_cb(void *arg, const char *path, uint32_t pid)
 {
-	struct scan_ctx *sc = arg;
-	char p[NT_CUDA_PATH_MAX + 64];
-
-	nt_cuda_proc_path(sc->pid, m->path, p, sizeof(p));
-	probe_file(sc->c, p, sc->pid);
-	return 0;
+	probe_file(arg, path, pid);
 }
 
 static void scan_pid(struct cuda *c, uint32_t pid)
 {
-	struct scan_ctx sc = { c, pid };
+	nt_cuda_scan_files(pid, probe_file_cb, c);
+}
 
-	nt_cuda_scan_maps(pid, scan_map_cb, &sc);
+static void probe_path_cb(void *arg, const char *path)
+{
+	probe_file(arg, path, 0);
 }
 
 static void scan_default_paths(struct cuda *c)
@@ -866,20 +818,10 @@ static void scan_default_paths(struct cuda *c)
 		"/usr/local/cuda/lib64/libcudart.so.*[0-9]",
 		"/usr/local/cuda/targets/*/lib/libcudart.so.*[0-9]",
 	};
-	const struct nt_strlist *extra = &c->cfg->libraries;
 
-	for (size_t i = 0; i < NT_ARRAY_LEN(pats) + extra->n; i++) {
-		const char *pat = i < NT_ARRAY_LEN(pats)
-					  ? pats[i]
-					  : extra->v[i - NT_ARRAY_LEN(pats)];
-		glob_t g;
-
-		if (glob(pat, 0, NULL, &g) != 0)
-			continue;
-		for (size_t k = 0; k < g.gl_pathc; k++)
-			probe_file(c, g.gl_pathv[k], 0);
-		globfree(&g);
-	}
+	nt_cuda_glob_each(pats, NT_ARRAY_LEN(pats), probe_path_cb, c);
+	nt_cuda_glob_each(c->cfg->libraries.v, c->cfg->libraries.n,
+			  probe_path_cb, c);
 }
 
 static int scan_pid_cb(void *arg, uint32_t pid)
@@ -1654,11 +1596,7 @@ static void cuda_detach(void *state)
 		}
 	}
 	for (size_t i = 0; i < c->nlibs; i++) {
-		for (size_t k = 0; k < c->libs[i].nlinks; k++)
-			bpf_link__destroy(c->libs[i].links[k]);
-		for (size_t k = 0; k < c->libs[i].nmfds; k++)
-			close(c->libs[i].mfds[k]);
-		free(c->libs[i].links);
+		nt_uprobes_release(&c->libs[i].up);
 		free(c->libs[i].path);
 	}
 	free(c->libs);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <glob.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,4 +279,43 @@ int nt_cuda_for_each_pid(int (*fn)(void *arg, uint32_t pid), void *arg)
 	}
 	closedir(d);
 	return 0;
+}
+
+void nt_cuda_glob_each(const char *const *pats, size_t n,
+		       void (*fn)(void *arg, const char *path), void *arg)
+{
+	for (size_t i = 0; i < n; i++) {
+		glob_t g;
+
+		if (glob(pats[i], 0, NULL, &g) != 0)
+			continue;
+		for (size_t k = 0; k < g.gl_pathc; k++)
+			fn(arg, g.gl_pathv[k]);
+		globfree(&g);
+	}
+}
+
+struct files_ctx {
+	void (*fn)(void *arg, const char *path, uint32_t pid);
+	void *arg;
+	uint32_t pid;
+};
+
+static int files_cb(void *arg, const struct nt_cuda_map *m)
+{
+	struct files_ctx *fc = arg;
+	char p[4096 + 64];
+
+	nt_cuda_proc_path(fc->pid, m->path, p, sizeof(p));
+	fc->fn(fc->arg, p, fc->pid);
+	return 0;
+}
+
+int nt_cuda_scan_files(uint32_t pid,
+		       void (*fn)(void *arg, const char *path, uint32_t pid),
+		       void *arg)
+{
+	struct files_ctx fc = { fn, arg, pid };
+
+	return nt_cuda_scan_maps(pid, files_cb, &fc);
 }

@@ -75,6 +75,15 @@ int nt_cuda_scan_maps(uint32_t pid, nt_cuda_map_fn fn, void *arg);
 /* A path as process `pid` sees it (its root or cwd), openable from here;
  * `path` itself when that does not exist or pid is 0. */
 void nt_cuda_proc_path(uint32_t pid, const char *path, char *out, size_t n);
+/* fn(arg, path, pid) for every distinct executable file pid maps, the path
+ * openable from here (nt_cuda_proc_path). Returns 0 or -errno. */
+int nt_cuda_scan_files(uint32_t pid,
+		       void (*fn)(void *arg, const char *path, uint32_t pid),
+		       void *arg);
+/* fn(arg, path) for every file matching one of the n glob patterns (a
+ * pattern without wildcards: the file, when it exists). */
+void nt_cuda_glob_each(const char *const *pats, size_t n,
+		       void (*fn)(void *arg, const char *path), void *arg);
 /* fn(arg, pid) for every process but this one; fn returning non-zero
  * stops. Returns 0 or -errno when /proc cannot be read. */
 int nt_cuda_for_each_pid(int (*fn)(void *arg, uint32_t pid), void *arg);

@@ -2,9 +2,9 @@
 /*
  * nvlink: finding libnccl and putting the uprobes on it, the way the cuda
  * probe finds libcudart, with the same machinery (plugins/cuda/cuda_lib.c:
- * ELF symbol lookup with the first-instruction check, /proc/PID/maps scan;
- * core/bpf/libload.bpf.h: a target that opens a libnccl* is held while the
- * probes attach): well-known system paths and the configured `libraries`
+ * ELF symbol lookup with the first-instruction check, globs, /proc/PID/maps
+ * scan; plugins/cuda/uprobes.c: the links; core/bpf/libload.bpf.h: a
+ * target that opens a libnccl* is held while the probes attach): well-known system paths and the configured `libraries`
  * at attach, then every library the targets have mapped (every process
  * host-wide), then each libnccl a target opens later (a venv's
  * nvidia/nccl/lib/libnccl.so.2 loaded by torch).
@@ -15,7 +15,6 @@
  * same address) and probed once per address.
  */
 #include <errno.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include "ntcore/bpf.h"
 #include "ntcore/kit/clock.h"
 #include "../cuda/cuda_lib.h"
+#include "../cuda/uprobes.h"
 #include "nccl_model.h"
 #include "nvl.h"
 #include "nvlink.bpf.skel.h"
@@ -64,51 +64,13 @@ static struct nvl_lib *lib_new(struct nvl *s, const struct stat *st,
 	return l;
 }
 
-static int lib_add_link(struct nvl_lib *l, struct bpf_link *link)
+static void attach_warn(void *arg, const char *path, const char *name,
+			bool ret, int err)
 {
-	if (l->nlinks == l->caplinks) {
-		size_t ncap = l->caplinks ? l->caplinks * 2 : 32;
-		struct bpf_link **n = realloc(l->links, ncap * sizeof(*n));
+	struct nvl *s = arg;
 
-		if (!n)
-			return -ENOMEM;
-		l->links = n;
-		l->caplinks = ncap;
-	}
-	l->links[l->nlinks++] = link;
-	return 0;
-}
-
-/* One program on n offsets of the file: one uprobe_multi link, or one
- * perf-event uprobe per offset where the kernel has no such links. */
-static int attach_batch(struct nvl *s, struct nvl_lib *l,
-			struct bpf_program *prog, bool ret,
-			const uint64_t *offs, const uint64_t *cookies, size_t n)
-{
-	int attached = 0;
-
-	if (s->multi) {
-		int fd = nt_bpf_uprobe_multi(bpf_program__fd(prog), l->path,
-					     ret, offs, cookies, n);
-
-		if (fd < 0)
-			return fd;
-		l->mfds[l->nmfds++] = fd;
-		return (int)n;
-	}
-	for (size_t i = 0; i < n; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookies[i],
-			    .retprobe = ret);
-		struct bpf_link *link =
-			bpf_program__attach_uprobe_opts(prog, -1, l->path, offs[i], &o);
-
-		if (!link || lib_add_link(l, link)) {
-			bpf_link__destroy(link);
-			continue;
-		}
-		attached++;
-	}
-	return attached;
+	s->host->log(s->inst, NT_LOG_WARN, "%s: cannot attach %s%s: %s", path,
+		     name, ret ? " (return)" : "", strerror(err));
 }
 
 /* File offset of every entry point (0: absent), one per address. */
@@ -159,17 +121,23 @@ static void publish_lib(struct nvl *s, const struct nvl_lib *l, uint32_t pid,
 static int attach_lib(struct nvl *s, struct nvl_lib *l, const uint64_t offs[NVL_C_N])
 {
 	uint64_t o[NVL_C_N], cookies[NVL_C_N];
+	const char *names[NVL_C_N];
 	size_t n = 0;
 	int r1, r2;
 
 	for (uint32_t c = 1; c < NVL_C_N; c++)
 		if (offs[c]) {
 			o[n] = offs[c];
+			names[n] = nvl_call_name(c);
 			cookies[n++] = c;
 		}
 	/* return probes first: an entry never lacks its return */
-	r1 = attach_batch(s, l, s->skel->progs.nccl_return, true, o, cookies, n);
-	r2 = attach_batch(s, l, s->skel->progs.nccl_enter, false, o, cookies, n);
+	r1 = nt_uprobes_attach(&l->up, s->skel->progs.nccl_return, l->path, true,
+			       s->multi, o, cookies, names, n, attach_warn, s);
+	r2 = r1 < 0 ? r1
+		    : nt_uprobes_attach(&l->up, s->skel->progs.nccl_enter, l->path,
+					false, s->multi, o, cookies, names, n,
+					attach_warn, s);
 	if (r1 < 0 || r2 < 0) {
 		s->host->log(s->inst, NT_LOG_WARN, "%s: cannot attach the NCCL probes: %s",
 			     l->path, strerror(-(r1 < 0 ? r1 : r2)));
@@ -206,27 +174,20 @@ static int probe_file(struct nvl *s, const char *path, uint32_t pid)
 	return r;
 }
 
-struct scan_ctx {
-	struct nvl *s;
-	uint32_t pid;
-};
-
-static int scan_map_cb(void *arg, const struct nt_cuda_map *m)
+static void probe_file_cb(void *arg, const char *path, uint32_t pid)
 {
-	struct scan_ctx *sc = arg;
-	char p[NVL_PATH_MAX + 64];
-
-	nt_cuda_proc_path(sc->pid, m->path, p, sizeof(p));
-	probe_file(sc->s, p, sc->pid);
-	return 0;
+	probe_file(arg, path, pid);
 }
 
 static int scan_pid(void *arg, uint32_t pid)
 {
-	struct scan_ctx sc = { arg, pid };
-
-	nt_cuda_scan_maps(pid, scan_map_cb, &sc);
+	nt_cuda_scan_files(pid, probe_file_cb, arg);
 	return 0;
+}
+
+static void probe_path_cb(void *arg, const char *path)
+{
+	probe_file(arg, path, 0);
 }
 
 static void scan_globs(struct nvl *s)
@@ -238,20 +199,10 @@ static void scan_globs(struct nvl *s)
 		"/usr/local/cuda/lib64/libnccl.so.*[0-9]",
 		"/usr/local/cuda/targets/*/lib/libnccl.so.*[0-9]",
 	};
-	const struct nt_strlist *extra = &s->cfg->libraries;
 
-	for (size_t i = 0; i < NT_ARRAY_LEN(pats) + extra->n; i++) {
-		const char *pat = i < NT_ARRAY_LEN(pats)
-					  ? pats[i]
-					  : extra->v[i - NT_ARRAY_LEN(pats)];
-		glob_t g;
-
-		if (glob(pat, 0, NULL, &g) != 0)
-			continue;
-		for (size_t k = 0; k < g.gl_pathc; k++)
-			probe_file(s, g.gl_pathv[k], 0);
-		globfree(&g);
-	}
+	nt_cuda_glob_each(pats, NT_ARRAY_LEN(pats), probe_path_cb, s);
+	nt_cuda_glob_each(s->cfg->libraries.v, s->cfg->libraries.n,
+			  probe_path_cb, s);
 }
 
 void nvl_nccl_discover(struct nvl *s)
@@ -311,14 +262,8 @@ void nvl_nccl_set_prefixes(struct nvl *s)
 void nvl_nccl_release(struct nvl *s)
 {
 	for (size_t i = 0; i < s->nlibs; i++) {
-		struct nvl_lib *l = &s->libs[i];
-
-		for (size_t k = 0; k < l->nlinks; k++)
-			bpf_link__destroy(l->links[k]);
-		for (size_t k = 0; k < l->nmfds; k++)
-			close(l->mfds[k]);
-		free(l->links);
-		free(l->path);
+		nt_uprobes_release(&s->libs[i].up);
+		free(s->libs[i].path);
 	}
 	free(s->libs);
 	s->libs = NULL;

@@ -19,6 +19,7 @@
 #include "nvl_events.h"
 #include "nvl_metrics.h"
 #include "nvlink.h"
+#include "../cuda/uprobes.h"
 #include "nvml_poll.h"
 
 struct nvlink_bpf;
@@ -48,11 +49,8 @@ struct nvl_lib {
 	uint64_t dev, ino;
 	char *path;
 	bool is_nccl;
-	int mfds[2];              /* uprobe_multi links: entry, return */
-	size_t nmfds;
-	struct bpf_link **links;  /* perf-event uprobes otherwise */
-	size_t nlinks, caplinks;
-	size_t nprobes;
+	struct nt_uprobes up;     /* its links (plugins/cuda/uprobes.h) */
+	size_t nprobes;           /* entry points probed (entry + return each) */
 };
 
 /* Per-interval bandwidth sums of one (pid, rank, call). */

@@ -25,17 +25,6 @@
 #include "common.bpf.h"
 #include "nvlink.h"
 
-/* libbpf 1.1 stops at the fifth argument register. */
-#ifndef PT_REGS_PARM6
-#if defined(__TARGET_ARCH_x86)
-#define PT_REGS_PARM6(x) ((x)->r9)
-#elif defined(__TARGET_ARCH_arm64)
-#define PT_REGS_PARM6(x) (((const struct user_pt_regs *)(x))->regs[5])
-#else
-#error "PT_REGS_PARM6 is not defined for this architecture"
-#endif
-#endif
-
 /* nvidia_dev_xid field offsets in the raw record (from tracefs). */
 const volatile __u32 xid_off_dev = 8;
 const volatile __u32 xid_off_code = 12;

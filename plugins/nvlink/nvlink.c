@@ -15,45 +15,42 @@
 #include <string.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/cfg.h"
 #include "nvl.h"
 #include "nvlink.h"
 #include "nvlink.bpf.skel.h"
 
 enum { TOK_RING = 1, TOK_TICK = 2, TOK_NVML = 3 };
 
-#define KEY(k, t, d, lo, hi, text)                                             \
-	{ .key = #k, .type = (t), .offset = offsetof(struct nvl_cfg, k),       \
-	  .def = (d), .min = (lo), .max = (hi), .desc = (text) }
-
+#define S struct nvl_cfg
 static const struct nt_cfg_key nvl_config[] = {
-	KEY(interval_ms, NT_CFG_INT, "1000", 50, 3600000,
-	    "NVML poll interval; also NCCL bandwidth gauges and hang checks (ms)"),
-	KEY(nvml, NT_CFG_BOOL, "true", 1, 0, "poll GPUs through NVML"),
-	KEY(nvml_library, NT_CFG_STRING, "\"libnvidia-ml.so.1\"", 1, 0,
-	    "NVML library (file name searched like dlopen, or a path)"),
-	KEY(processes, NT_CFG_BOOL, "true", 1, 0,
-	    "per-process GPU memory and utilisation (targets only with -p or -- CMD)"),
-	KEY(xid_events, NT_CFG_BOOL, "true", 1, 0,
-	    "XID errors through NVML's event API (alert.gpu_xid)"),
-	KEY(nccl, NT_CFG_BOOL, "true", 1, 0, "probe NCCL calls (uprobes on libnccl)"),
-	KEY(libraries, NT_CFG_STRING_LIST, "[]", 1, 0,
-	    "extra libnccl files or globs to probe from the start"),
-	KEY(stop_on_load, NT_CFG_BOOL, "true", 1, 0,
-	    "hold a target that opens a libnccl while the probes attach"),
-	KEY(collective_events, NT_CFG_BOOL, "true", 1, 0,
-	    "one nccl.collective event per call (metrics are kept either way)"),
-	KEY(hang_timeout_ms, NT_CFG_INT, "30000", 0, 86400000,
-	    "report a rank that has not joined a collective, or a call inside NCCL, after this long (0: off)"),
-	KEY(dma_fence, NT_CFG_BOOL, "true", 1, 0,
-	    "dma_fence tracepoints, where the kernel has them"),
-	KEY(fence_wait_threshold_us, NT_CFG_INT, "1000", 0, 3600000000LL,
-	    "a dma_fence wait at least this long is published as dma_fence.wait (us)"),
-	KEY(xid_tracepoint, NT_CFG_BOOL, "true", 1, 0,
-	    "the nvidia:nvidia_dev_xid tracepoint, where the NVIDIA module has it"),
-	KEY(ringbuf_kb, NT_CFG_INT, "4096", 4, 1048576,
-	    "BPF ring buffer size in KiB (a power of two; 128 bytes per NCCL call)"),
-	KEY(max_series, NT_CFG_INT, "10000", 16, 1000000, "label sets kept per metric family"),
+	NT_KEY_INT(S, interval_ms, 1000, 50, 3600000,
+		   "NVML poll interval; also NCCL bandwidth gauges and hang checks (ms)"),
+	NT_KEY_BOOL(S, nvml, true, "poll GPUs through NVML"),
+	NT_KEY_STR(S, nvml_library, "libnvidia-ml.so.1",
+		   "NVML library (file name searched like dlopen, or a path)"),
+	NT_KEY_BOOL(S, processes, true,
+		    "per-process GPU memory and utilisation (targets only with -p or -- CMD)"),
+	NT_KEY_BOOL(S, xid_events, true, "XID errors through NVML's event API (alert.gpu_xid)"),
+	NT_KEY_BOOL(S, nccl, true, "probe NCCL calls (uprobes on libnccl)"),
+	NT_KEY_STRLIST(S, libraries, "[]",
+		       "extra libnccl files or globs to probe from the start"),
+	NT_KEY_BOOL(S, stop_on_load, true,
+		    "hold a target that opens a libnccl while the probes attach"),
+	NT_KEY_BOOL(S, collective_events, true,
+		    "one nccl.collective event per call (metrics are kept either way)"),
+	NT_KEY_INT(S, hang_timeout_ms, 30000, 0, 86400000,
+		   "report a rank that has not joined a collective, or a call inside NCCL, after this long (0: off)"),
+	NT_KEY_BOOL(S, dma_fence, true, "dma_fence tracepoints, where the kernel has them"),
+	NT_KEY_INT(S, fence_wait_threshold_us, 1000, 0, 3600000000,
+		   "a dma_fence wait at least this long is published as dma_fence.wait (us)"),
+	NT_KEY_BOOL(S, xid_tracepoint, true,
+		    "the nvidia:nvidia_dev_xid tracepoint, where the NVIDIA module has it"),
+	NT_KEY_INT(S, ringbuf_kb, 4096, 4, 1048576,
+		   "BPF ring buffer size in KiB (a power of two; 128 bytes per NCCL call)"),
+	NT_KEY_INT(S, max_series, 10000, 16, 1000000, "label sets kept per metric family"),
 };
+#undef S
 
 static int nvl_init(struct nt_instance *inst, const struct nt_host *host,
 		    const void *config, void **state)
