@@ -254,7 +254,9 @@ int nccl_return(struct pt_regs *ctx)
 		__builtin_memcpy(r->uid, u->b, sizeof(r->uid));
 	else
 		__builtin_memset(r->uid, 0, sizeof(r->uid));
-	if (r->ret == 0)
+	/* ncclSuccess, or ncclInProgress: a non-blocking communicator's
+	 * handle is written at once, its init goes on in the background */
+	if (r->ret == 0 || r->ret == 7)
 		read_handles(r);
 	bpf_map_delete_elem(&init_uid, &tid);
 	bpf_map_delete_elem(&inflight, &tid);
