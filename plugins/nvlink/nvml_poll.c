@@ -175,6 +175,19 @@ static void push_xid(struct nvml_poller *p, const struct nvml_event_data *e)
 	signal_loop(p);
 }
 
+/* The event set fails (not a timeout): XIDs off, said once; the wait
+ * becomes a plain sleep. */
+static void drop_events(struct nvml_poller *p, nvml_return_t r)
+{
+	char buf[32];
+
+	nvml_note(p, "waiting for XID events failed: %s; XID events off",
+		  nvml_lib_strerror(&p->lib, r, buf, sizeof(buf)));
+	if (p->lib.event_set_free)
+		p->lib.event_set_free(p->events);
+	p->events = NULL;
+}
+
 /* Until `deadline` (or stop): XID events, or a plain sleep without them.
  * Returns false when asked to stop. */
 static bool wait_until(struct nvml_poller *p, uint64_t deadline)
@@ -203,11 +216,14 @@ static bool wait_until(struct nvml_poller *p, uint64_t deadline)
 			continue;
 		memset(&e, 0, sizeof(e));
 		uint64_t left_ms = (deadline - now) / 1000000ull + 1;
-		if (p->lib.event_wait(p->events, &e,
-				      left_ms < EVENT_SLICE_MS ? (unsigned)left_ms
-							       : EVENT_SLICE_MS) == NVML_OK &&
-		    (e.event_type & NVML_EVENT_XID_CRITICAL))
+		nvml_return_t r = p->lib.event_wait(
+			p->events, &e,
+			left_ms < EVENT_SLICE_MS ? (unsigned)left_ms : EVENT_SLICE_MS);
+
+		if (r == NVML_OK && (e.event_type & NVML_EVENT_XID_CRITICAL))
 			push_xid(p, &e);
+		else if (r != NVML_OK && r != NVML_ERR_TIMEOUT)
+			drop_events(p, r); /* never spin on an error */
 	}
 }
 

@@ -185,6 +185,21 @@ n=$(grep -c "NVML init failed: Driver Not Loaded" "$T/initfail.err" || true)
 [ "$n" = 1 ] || { cat "$T/initfail.err" >&2; fail "init failure: $n lines, want 1"; }
 echo "ok - missing library and failing init: one line each"
 
+# 4b. The event wait fails at once (a lost GPU): said once, polls go on,
+# no spinning (the stand-in aborts after 1000 calls).
+printf 'wait_error 15\n' > "$T/wait.txt"
+NVLINK_FAKE_NVML=$T/wait.txt run waitfail "" -d 1.5
+n=$(grep -c "waiting for XID events failed" "$T/waitfail.err" || true)
+[ "$n" = 1 ] || { cat "$T/waitfail.err" >&2; fail "failing event wait: $n lines, want 1"; }
+python3 - "$T/waitfail.jsonl" <<'PY' || fail "failing event wait: polls stopped"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+p = [e for e in ev if e["type"] == "metric" and e["name"] == "ntcore_nvlink_nvml_poll_seconds"]
+if not p or p[-1]["count"] < 5:
+    print(f"polls: {p[-1]['count'] if p else 0}"); sys.exit(1)
+PY
+echo "ok - a failing event wait is said once and polling goes on"
+
 # 5. Bad values: exit 2 with FILE:LINE.
 expect_config_error badint "interval_ms = 10;" "interval_ms"
 expect_config_error badring "ringbuf_kb = 12;" "power of two"
