@@ -686,6 +686,9 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 static void daemon_fini(struct nt_daemon *d)
 {
 	instances_free(d);
+	for (size_t i = 0; i < d->n_child_env; i++)
+		free(d->child_env[i]);
+	free(d->child_env);
 	nt_targets_close(&d->targets);
 	nt_symbolizer_fini(&d->sym);
 	nt_host_release(d);
@@ -753,7 +756,7 @@ int nt_daemon_run(const struct nt_options *opt)
 	}
 	start_watchers(d);
 	if (d->child_gate >= 0) {
-		nt_child_release(d->child_gate);
+		nt_child_release(d->child_gate, d->child_env, d->n_child_env);
 		d->child_gate = -1;
 	}
 	ev_run(d->loop, 0);

@@ -84,6 +84,8 @@ struct nt_daemon {
 	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build;
 	pid_t child;
 	int child_gate;
+	char **child_env;  /* "NAME=VALUE" given to the child at the gate */
+	size_t n_child_env;
 	int child_status;
 	bool child_exited;
 	int exit_code;

@@ -276,6 +276,44 @@ static const char *host_config_file(const struct nt_instance *inst, int *line)
 	return inst->d->cfg.path;
 }
 
+/* Recorded now, handed to the child at the gate (nt_child_release). */
+static int host_child_setenv(struct nt_instance *inst, const char *name,
+			     const char *value, bool overwrite)
+{
+	struct nt_daemon *d = inst->d;
+	size_t len = name ? strlen(name) : 0, i;
+	char *kv, **grown;
+
+	if (!len || strchr(name, '=') || !value)
+		return -EINVAL;
+	if (d->child <= 0 || d->child_gate < 0)
+		return -ESRCH;
+	/* the child's environment is the daemon's as it was at the fork */
+	if (!overwrite && getenv(name))
+		return -EEXIST;
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	for (i = 0; i < d->n_child_env; i++) {
+		if (strncmp(d->child_env[i], kv, len + 1) == 0) {
+			if (!overwrite) {
+				free(kv);
+				return -EEXIST;
+			}
+			free(d->child_env[i]);
+			d->child_env[i] = kv;
+			return 0;
+		}
+	}
+	grown = realloc(d->child_env, (d->n_child_env + 1) * sizeof(*grown));
+	if (!grown) {
+		free(kv);
+		return -ENOMEM;
+	}
+	d->child_env = grown;
+	d->child_env[d->n_child_env++] = kv;
+	return 0;
+}
+
 const struct nt_host nt_host_vtable = {
 	.abi_major = NT_ABI_MAJOR,
 	.abi_minor = NT_ABI_MINOR,
@@ -304,4 +342,5 @@ const struct nt_host nt_host_vtable = {
 	.config_file = host_config_file,
 	.vlog = host_vlog,
 	.vmlinux_btf = host_vmlinux_btf,
+	.child_setenv = host_child_setenv,
 };

@@ -136,6 +136,52 @@ void nt_targets_close(struct nt_targets *t)
 	t->map_fd = -1;
 }
 
+/*
+ * The gate: the daemon writes 'e' <u32 length> "NAME=VALUE" for each
+ * variable plugins asked for (host->child_setenv), then 'g'. EOF before
+ * 'g' means the daemon gave up: the child exits without running the
+ * command.
+ */
+static bool read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+static bool child_wait_gate(int fd)
+{
+	char kind;
+	uint32_t len;
+
+	while (read_full(fd, &kind, 1)) {
+		char *kv, *eq;
+
+		if (kind == 'g')
+			return true;
+		if (kind != 'e' || !read_full(fd, &len, sizeof(len)) || len > (1u << 20) ||
+		    !(kv = malloc(len + 1)) || !read_full(fd, kv, len))
+			return false;
+		kv[len] = '\0';
+		if ((eq = strchr(kv, '='))) {
+			*eq = '\0';
+			setenv(kv, eq + 1, 1);
+		}
+		free(kv);
+	}
+	return false;
+}
+
 pid_t nt_child_spawn(char *const argv[], int *gate_fd)
 {
 	int gate[2];
@@ -151,15 +197,13 @@ pid_t nt_child_spawn(char *const argv[], int *gate_fd)
 	}
 	if (pid == 0) {
 		sigset_t none;
-		char byte;
 
 		close(gate[1]);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
-		/* Wait until every probe is attached; EOF without a byte means
-		 * the daemon gave up, so do not run the command. */
-		if (read(gate[0], &byte, 1) != 1)
+		/* Wait until every probe is attached. */
+		if (!child_wait_gate(gate[0]))
 			_exit(127);
 		execvp(argv[0], argv);
 		fprintf(stderr, "ntcore: cannot run '%s': %s\n", argv[0],
@@ -171,11 +215,34 @@ pid_t nt_child_spawn(char *const argv[], int *gate_fd)
 	return pid;
 }
 
-void nt_child_release(int gate_fd)
+static bool write_full(int fd, const void *buf, size_t len)
 {
-	char go = 'g';
+	const char *p = buf;
 
-	if (write(gate_fd, &go, 1) != 1)
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+void nt_child_release(int gate_fd, char *const *env, size_t n_env)
+{
+	bool ok = true;
+
+	for (size_t i = 0; i < n_env && ok; i++) {
+		uint32_t len = (uint32_t)strlen(env[i]);
+
+		ok = write_full(gate_fd, "e", 1) && write_full(gate_fd, &len, sizeof(len)) &&
+		     write_full(gate_fd, env[i], len);
+	}
+	if (!ok || !write_full(gate_fd, "g", 1))
 		perror("ntcore: releasing the child");
 	close(gate_fd);
 }

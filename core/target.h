@@ -42,8 +42,9 @@ void nt_targets_close(struct nt_targets *t);
 /* Fork a child that waits at a gate, then execs argv. Returns its pid and the
  * gate's write end in *gate_fd, or -1. */
 pid_t nt_child_spawn(char *const argv[], int *gate_fd);
-/* Let the child exec (closes the gate). */
-void nt_child_release(int gate_fd);
+/* Let the child exec (closes the gate), with env ("NAME=VALUE" strings)
+ * added to its environment first. */
+void nt_child_release(int gate_fd, char *const *env, size_t n_env);
 
 /* Mount tracefs at /sys/kernel/tracing when absent (classic tracepoints). */
 void nt_ensure_tracefs(void);

@@ -24,7 +24,8 @@
  *  1.0 first release;
  *  1.1 added nt_plugin_desc.flush;
  *  1.2 added nt_host.vlog (a log safe from any thread) and
- *      nt_host.vmlinux_btf (the kernel's BTF, parsed once per daemon run).
+ *      nt_host.vmlinux_btf (the kernel's BTF, parsed once per daemon run);
+ *  1.3 added nt_host.child_setenv (the environment of the -- CMD child).
  *
  * Threads: every op and every host function is called on the daemon's single
  * loop thread, except the metric_* functions, metrics_visit, count_drop and
@@ -42,7 +43,7 @@
 #include "event.h"
 
 #define NT_ABI_MAJOR 1
-#define NT_ABI_MINOR 2
+#define NT_ABI_MINOR 3
 
 /* The one exported data symbol of every plugin .so. */
 #define NT_PLUGIN_SYMBOL "ntcore_plugin"
@@ -311,6 +312,19 @@ struct nt_host {
 	 * exits: never free it; lookups (btf__find_by_name_kind) only. Loop
 	 * thread only. */
 	const struct btf *(*vmlinux_btf)(struct nt_instance *inst);
+
+	/* --- ABI 1.3 (issue 13): check NT_HOST_HAS(host, child_setenv) --- */
+
+	/* Set NAME=VALUE in the environment of the command started as
+	 * `ntcore -- CMD`, which waits at the gate until every plugin is
+	 * attached (so call it in init or attach). The core copies both
+	 * strings. Returns 0; -EEXIST when the child's environment (the
+	 * user's) already has NAME and `overwrite` is false (nothing
+	 * changed); -ESRCH when there is no child waiting at the gate
+	 * (attached with -p, host-wide, or a reload after the child started);
+	 * -EINVAL for a NAME that is empty or holds '='; -ENOMEM. */
+	int (*child_setenv)(struct nt_instance *inst, const char *name,
+			    const char *value, bool overwrite);
 };
 
 #define NT_HOST_HAS(host, member)                                              \
