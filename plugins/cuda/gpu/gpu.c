@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ntcore cuda_gpu: the plugin's descriptor, config and ops (see gpu.h).
+ *
+ * attach: the socket, then the job's environment: CUDA_INJECTION64_PATH
+ * (only where the user has not set it), NTCORE_CUPTI_SOCKET and the
+ * library's settings, through host->child_setenv, which exists only for a
+ * command started as `ntcore -- CMD` (held at the gate until now).
+ * consume: the host calls of the cuda probe and the stacks the python
+ * probe lends to launches, for the join.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpu.h"
+
+enum { TOK_SOCKET = 1, TOK_TICK = 2 };
+
+#define KEY(k, t, d, lo, hi, text)                                             \
+	{ .key = #k, .type = (t), .offset = offsetof(struct gpu_cfg, k),       \
+	  .def = (d), .min = (lo), .max = (hi), .desc = (text) }
+
+static const struct nt_cfg_key gpu_config[] = {
+	KEY(inject, NT_CFG_BOOL, "true", 1, 0,
+	    "put the CUPTI injection library into the job started as `ntcore -- CMD` (CUDA_INJECTION64_PATH)"),
+	KEY(library, NT_CFG_STRING, "\"\"", 1, 0,
+	    "the injection library; \"\": libntcore-cupti.so.1 next to this plugin"),
+	KEY(cupti_path, NT_CFG_STRING, "\"\"", 1, 0,
+	    "libcupti for the job (NTCORE_CUPTI_PATH); \"\": the one matching the job's CUDA runtime"),
+	KEY(flush_ms, NT_CFG_INT, "200", 10, 60000,
+	    "how often the job hands its CUPTI buffers over (ms)"),
+	KEY(buffers, NT_CFG_INT, "8", 2, 1024, "CUPTI buffers the job may hold"),
+	KEY(buffer_kb, NT_CFG_INT, "2048", 64, 65536, "size of one CUPTI buffer (KiB)"),
+	{ .key = "kinds", .type = NT_CFG_STRING_LIST, .offset = offsetof(struct gpu_cfg, kinds),
+	  .def = "[\"kernel\", \"memcpy\", \"memset\", \"sync\"]", .min = 1, .max = 0,
+	  .desc = "CUPTI activity kinds: kernel, memcpy, memset, sync" },
+	KEY(join_wait_ms, NT_CFG_INT, "1000", 0, 60000,
+	    "how long a GPU record waits for its launch event before it is published without stacks (ms)"),
+	KEY(max_calls, NT_CFG_INT, "65536", 1024, 16777216,
+	    "host calls remembered per thread for the join (a power of two)"),
+	KEY(max_apis, NT_CFG_INT, "262144", 1024, 16777216,
+	    "CUPTI API records remembered per process for the join"),
+	KEY(max_pending, NT_CFG_INT, "262144", 1024, 16777216,
+	    "GPU records that may wait for their launch event at once"),
+	KEY(interval_ms, NT_CFG_INT, "1000", 50, 3600000,
+	    "metrics update period and busy-ratio window (ms)"),
+	KEY(report_interval_ms, NT_CFG_INT, "0", 0, 86400000,
+	    "publish cuda.gpu_stack every so often; 0: at process exit and shutdown"),
+	KEY(max_series, NT_CFG_INT, "10000", 16, 1000000, "label sets kept per metric family"),
+	KEY(max_stacks, NT_CFG_INT, "100000", 16, 10000000,
+	    "distinct (thread, stack, kernel) entries of the GPU flame graph"),
+	KEY(max_connections, NT_CFG_INT, "1024", 1, 65536, "processes traced at once"),
+	KEY(stream_busy, NT_CFG_BOOL, "true", 1, 0, "busy ratio per stream too"),
+	KEY(folded, NT_CFG_BOOL, "true", 1, 0, "GPU time per launching stack (cuda.gpu_stack)"),
+};
+
+/* ---- consuming host calls ------------------------------------------------------- */
+
+static int field_off(const struct nt_schema *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->n_fields; i++)
+		if (strcmp(s->fields[i].name, name) == 0 && s->fields[i].type == NT_F_VSTR)
+			return s->fields[i].offset;
+	return -1;
+}
+
+/* The vstr field at off (cached per schema), or NULL/0. */
+static const char *vstr_at(const struct nt_event_hdr *ev, int off, uint32_t *len)
+{
+	struct nt_vstr v;
+
+	*len = 0;
+	if (off < 0 || (uint32_t)off + sizeof(v) > ev->size)
+		return NULL;
+	memcpy(&v, (const char *)ev + off, sizeof(v));
+	if (!v.len || (uint64_t)v.off + v.len > ev->size)
+		return NULL;
+	*len = v.len;
+	return (const char *)ev + v.off;
+}
+
+static uint32_t seen_slot(struct gpu_plugin *g, const struct nt_schema *s)
+{
+	for (uint32_t i = 0; i < g->n_seen; i++)
+		if (g->seen_schema[i] == s)
+			return i;
+	if (g->n_seen == NT_ARRAY_LEN(g->seen_schema))
+		return 0;
+	g->seen_schema[g->n_seen] = s;
+	g->seen_stack[g->n_seen] = field_off(s, "stack");
+	g->seen_api[g->n_seen] = field_off(s, "api_name");
+	return g->n_seen++;
+}
+
+static unsigned call_kind(const char *name)
+{
+	static const char *const names[] = { NULL, "cuda.launch", "cuda.graph_launch",
+					     "cuda.memcpy", "cuda.memset" };
+
+	for (unsigned i = 1; i < NT_ARRAY_LEN(names); i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return 0;
+}
+
+static void gpu_consume(void *state, const struct nt_event_hdr *ev,
+			const struct nt_schema *schema)
+{
+	struct gpu_plugin *g = state;
+	struct gpu_pstate *ps = gpu_pstate_of(g, ev->pid);
+	uint32_t slot, len, alen;
+	const char *s, *api;
+	unsigned kind;
+	char comm[NT_COMM_LEN + 1];
+
+	if (!ps && g->injecting) { /* its connection may wait in the backlog */
+		gpu_server_accept_now(g);
+		ps = gpu_pstate_of(g, ev->pid);
+	}
+	if (!ps || !ps->tracing || ps->fd < 0)
+		return;
+	slot = seen_slot(g, schema);
+	memcpy(comm, ev->comm, NT_COMM_LEN);
+	comm[NT_COMM_LEN] = '\0';
+	s = vstr_at(ev, g->seen_stack[slot], &len);
+	if (strcmp(schema->name, "python.launch_stack") == 0) {
+		gpu_join_lend(ps->join, ev->tid, comm, ev->ts_ns,
+			      s ? gpu_str_intern(&g->strs, s, len) : 0);
+		return;
+	}
+	if (!(kind = call_kind(schema->name)))
+		return;
+	if (s) {
+		char name[128];
+
+		api = vstr_at(ev, g->seen_api[slot], &alen);
+		snprintf(name, sizeof(name), "%.*s", (int)alen, api ? api : "");
+		gpu_stack_root_first(s, len, name, &g->text);
+	}
+	gpu_join_call(ps->join, ev->tid, comm, ev->ts_ns, kind,
+		      s && g->text.len ? gpu_str_intern(&g->strs, g->text.p, g->text.len) : 0);
+}
+
+/* ---- ops ---------------------------------------------------------------------------- */
+
+static int gpu_init(struct nt_instance *inst, const struct nt_host *host,
+		    const void *config, void **state)
+{
+	static const char *const kinds[] = { "kernel", "memcpy", "memset", "sync" };
+	const struct gpu_cfg *cfg = config;
+	struct gpu_plugin *g;
+	int err;
+
+	for (uint32_t i = 0; i < cfg->kinds.n; i++) {
+		bool ok = false;
+
+		for (size_t k = 0; k < NT_ARRAY_LEN(kinds); k++)
+			ok |= strcmp(cfg->kinds.v[i], kinds[k]) == 0;
+		if (!ok)
+			return host->config_error(inst, "kinds", "'%s' is not one of kernel, memcpy, "
+						  "memset, sync", cfg->kinds.v[i]);
+	}
+	if (cfg->max_calls & (cfg->max_calls - 1))
+		return host->config_error(inst, "max_calls", "%lld is not a power of two",
+					  (long long)cfg->max_calls);
+	if (!(g = calloc(1, sizeof(*g))))
+		return -ENOMEM;
+	g->inst = inst;
+	g->host = host;
+	g->cfg = cfg;
+	g->listen_fd = g->epoll_fd = -1;
+	gpu_strtab_init(&g->strs, 256u << 20);
+	*state = g;
+	if ((err = gpu_events_register(g)) < 0)
+		return err;
+	if (!(g->m = gpu_metrics_new(g)) || (cfg->folded && !(g->fold = gpu_folded_new((uint32_t)cfg->max_stacks))))
+		return -ENOMEM;
+	host->subscribe(inst, "cuda.launch");
+	host->subscribe(inst, "cuda.graph_launch");
+	host->subscribe(inst, "cuda.memcpy");
+	host->subscribe(inst, "cuda.memset");
+	host->subscribe(inst, "python.launch_stack");
+	return 0;
+}
+
+/* libntcore-cupti.so.1 next to this plugin's own file. */
+static int library_path(struct gpu_plugin *g, char *out, size_t len)
+{
+	Dl_info info;
+	const char *slash;
+
+	if (g->cfg->library[0]) {
+		snprintf(out, len, "%s", g->cfg->library);
+	} else {
+		if (!dladdr((void *)library_path, &info) || !info.dli_fname)
+			return -ENOENT;
+		slash = strrchr(info.dli_fname, '/');
+		snprintf(out, len, "%.*s/libntcore-cupti.so.1", slash ? (int)(slash - info.dli_fname) : 1,
+			 slash ? info.dli_fname : ".");
+	}
+	if (out[0] != '/' || access(out, R_OK)) {
+		g->host->log(g->inst, NT_LOG_ERROR, "the CUPTI injection library %s is missing "
+			     "(an absolute path is needed): %s", out, strerror(errno ? errno : EINVAL));
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Why there is no job to inject into: one line. */
+static void say_no_child(struct gpu_plugin *g)
+{
+	uint32_t pid;
+
+	if (g->host->target_pids(g->inst, &pid, 1))
+		g->host->log(g->inst, NT_LOG_INFO, "attached to running processes (-p): CUPTI can only "
+			     "be injected into a job ntcore starts (ntcore -c FILE -- CMD); no GPU "
+			     "times, the other probes work as before");
+	else
+		g->host->log(g->inst, NT_LOG_INFO, "host-wide: CUPTI can only be injected into a job "
+			     "ntcore starts (ntcore -c FILE -- CMD); no GPU times");
+}
+
+/* The job's environment; 0 when the library goes in, 1 when not. */
+static int set_env(struct gpu_plugin *g, const char *lib)
+{
+	const struct nt_host *h = g->host;
+	char val[64];
+	int rc;
+
+	if (!NT_HOST_HAS(h, child_setenv)) {
+		h->log(g->inst, NT_LOG_WARN, "this ntcore cannot set a job's environment (ABI < 1.2): no GPU times");
+		return 1;
+	}
+	rc = h->child_setenv(g->inst, "CUDA_INJECTION64_PATH", lib, false);
+	if (rc == -ESRCH) {
+		say_no_child(g);
+		return 1;
+	}
+	if (rc == -EEXIST) {
+		h->log(g->inst, NT_LOG_WARN, "CUDA_INJECTION64_PATH is already set in the job's "
+		       "environment (%s): left as it is, so no GPU times from ntcore's CUPTI",
+		       getenv("CUDA_INJECTION64_PATH"));
+		return 1;
+	}
+	if (rc)
+		return rc;
+	h->child_setenv(g->inst, NT_GPU_ENV_SOCKET, g->sock_path, true);
+	snprintf(val, sizeof(val), "%lld", (long long)g->cfg->flush_ms);
+	h->child_setenv(g->inst, NT_GPU_ENV_FLUSH, val, true);
+	snprintf(val, sizeof(val), "%lld:%lld", (long long)g->cfg->buffers,
+		 (long long)g->cfg->buffer_kb);
+	h->child_setenv(g->inst, NT_GPU_ENV_BUFFERS, val, true);
+	g->text.len = 0;
+	for (uint32_t i = 0; i < g->cfg->kinds.n; i++) {
+		gpu_buf_puts(&g->text, i ? "," : "");
+		gpu_buf_puts(&g->text, g->cfg->kinds.v[i]);
+	}
+	h->child_setenv(g->inst, "NTCORE_CUPTI_KINDS", g->text.len ? g->text.p : "", true);
+	if (g->cfg->cupti_path[0])
+		h->child_setenv(g->inst, NT_GPU_ENV_CUPTI, g->cfg->cupti_path, true);
+	return 0;
+}
+
+static int gpu_attach(void *state)
+{
+	struct gpu_plugin *g = state;
+	char lib[1024], why[512];
+	int rc;
+
+	if ((rc = g->host->add_timer(g->inst, (uint64_t)g->cfg->interval_ms, TOK_TICK)))
+		return rc;
+	if (!g->cfg->inject) {
+		g->host->log(g->inst, NT_LOG_INFO, "inject = false: no GPU times");
+		return 0;
+	}
+	if ((rc = library_path(g, lib, sizeof(lib))))
+		return rc;
+	if ((rc = gpu_server_open(g, why, sizeof(why)))) {
+		g->host->log(g->inst, NT_LOG_ERROR, "%s", why);
+		return rc;
+	}
+	rc = set_env(g, lib);
+	if (rc) {
+		gpu_server_close(g);
+		return rc < 0 ? rc : 0;
+	}
+	if ((rc = g->host->watch_fd(g->inst, g->epoll_fd, TOK_SOCKET)))
+		return rc;
+	g->injecting = true;
+	g->host->log(g->inst, NT_LOG_DEBUG, "injecting %s; socket %s", lib, g->sock_path);
+	return 0;
+}
+
+/* Processes whose connection ended join_wait_ms ago are finished. */
+static void reap(struct gpu_plugin *g, uint64_t now, bool all)
+{
+	uint64_t wait = (uint64_t)g->cfg->join_wait_ms * 1000000ull;
+	uint32_t pids[256], n = 0, it = 0;
+	uint64_t k, v;
+
+	while (n < NT_ARRAY_LEN(pids) && gpu_map_next(&g->procs, &it, &k, &v)) {
+		struct gpu_pstate *ps = (struct gpu_pstate *)(uintptr_t)v;
+
+		if (all || (ps->closed_ns && now - ps->closed_ns >= wait))
+			pids[n++] = ps->pid;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		gpu_records_forget(g, pids[i]);
+}
+
+static void tick(struct gpu_plugin *g)
+{
+	uint64_t now = gpu_mono_ns();
+
+	gpu_records_retry(g, false);
+	reap(g, now, false);
+	if (g->cfg->report_interval_ms &&
+	    now - g->last_report_ns >= (uint64_t)g->cfg->report_interval_ms * 1000000ull) {
+		gpu_stacks_publish(g, 0);
+		g->last_report_ns = now;
+	}
+	gpu_metrics_tick(g->m, now);
+}
+
+static int gpu_poll(void *state, uint32_t token, uint32_t budget)
+{
+	struct gpu_plugin *g = state;
+
+	if (token == TOK_SOCKET)
+		return g->epoll_fd >= 0 ? gpu_server_poll(g, budget) : 0;
+	tick(g);
+	return 0;
+}
+
+/* Shutdown (or reload): everything that waits is published as it is. */
+static void gpu_flush(void *state)
+{
+	struct gpu_plugin *g = state;
+
+	gpu_records_retry(g, true);
+	gpu_stacks_publish(g, 0);
+	gpu_metrics_tick(g->m, gpu_mono_ns());
+	if (g->malformed)
+		g->host->log(g->inst, NT_LOG_WARN, "%llu malformed or unknown records from jobs were skipped",
+			     (unsigned long long)g->malformed);
+}
+
+static void gpu_detach(void *state)
+{
+	struct gpu_plugin *g = state;
+
+	reap(g, gpu_mono_ns(), true);
+	while (g->procs.n) /* more than one reap's batch */
+		reap(g, gpu_mono_ns(), true);
+	gpu_server_close(g);
+	g->injecting = false;
+}
+
+static void gpu_fini(void *state)
+{
+	struct gpu_plugin *g = state;
+
+	if (!g)
+		return;
+	gpu_server_close(g);
+	gpu_map_free(&g->procs);
+	free(g->pend);
+	gpu_metrics_free(g->m);
+	gpu_folded_free(g->fold);
+	gpu_strtab_free(&g->strs);
+	gpu_buf_free(&g->ev);
+	gpu_buf_free(&g->text);
+	free(g);
+}
+
+NT_PLUGIN_EXPORT = {
+	NT_PLUGIN_HEADER,
+	.name = "cuda_gpu",
+	.kind = NT_KIND_PROBE,
+	.n_config = NT_ARRAY_LEN(gpu_config),
+	.description = "GPU time from CUPTI (kernels, copies, sets, syncs) joined with the launches' CPU and Python stacks",
+	.version = "0.1.0",
+	.config = gpu_config,
+	.config_size = sizeof(struct gpu_cfg),
+	.init = gpu_init,
+	.attach = gpu_attach,
+	.poll = gpu_poll,
+	.detach = gpu_detach,
+	.fini = gpu_fini,
+	.consume = gpu_consume,
+	.flush = gpu_flush,
+};
