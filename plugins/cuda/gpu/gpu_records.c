@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cupti_cbids.h"
 #include "gpu.h"
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -158,6 +159,33 @@ static int join_of(struct gpu_pstate *ps, const struct nt_gpu_rec *r, bool final
 	}
 }
 
+/* The API function of a call (cupti_cbids.h), NULL unknown. */
+static const char *api_name(unsigned driver, unsigned cbid)
+{
+	const struct nt_cupti_cbid *t = driver ? nt_cupti_driver_cbids : nt_cupti_runtime_cbids;
+	size_t n = driver ? NT_ARRAY_LEN(nt_cupti_driver_cbids) : NT_ARRAY_LEN(nt_cupti_runtime_cbids);
+
+	for (size_t i = 0; i < n; i++) /* rare: records whose launch had no stack */
+		if (t[i].cbid == cbid)
+			return t[i].name;
+	return NULL;
+}
+
+/* The flame graph's base for a record without a launch stack (copies,
+ * graph launches: the cuda probe takes no stack there): "[THREAD];API". */
+static uint32_t no_stack(struct gpu_plugin *g, struct gpu_pstate *ps,
+			 const struct gpu_joined *j)
+{
+	const char *comm = gpu_comm_of(g, ps, j), *api = NULL;
+	char buf[128];
+
+	if (j->how != GPU_JOIN_NONE)
+		api = api_name(j->driver, j->cbid);
+	snprintf(buf, sizeof(buf), "[%s]%s%s", comm[0] ? comm : "unknown thread",
+		 api ? ";" : "", api ? api : "");
+	return intern_cstr(g, buf);
+}
+
 /* Publish a joined record and add it to the folded stacks. */
 static void finish(struct gpu_plugin *g, struct gpu_pstate *ps,
 		   const struct nt_gpu_rec *r, const struct gpu_joined *j)
@@ -167,9 +195,11 @@ static void finish(struct gpu_plugin *g, struct gpu_pstate *ps,
 
 	if (!x.name[0])
 		x.name = "?";
-	ps->n_joined[j->how]++;
-	ps->tot_joined[j->how]++;
-	ps->n_records++;
+	if (r->type != NT_GPU_R_SYNC) {
+		ps->n_joined[j->how]++;
+		ps->tot_joined[j->how]++;
+		ps->n_records++;
+	}
 	switch (r->type) {
 	case NT_GPU_R_KERNEL:
 		x.start = ((const struct nt_gpu_kernel *)r)->start;
@@ -194,7 +224,7 @@ static void finish(struct gpu_plugin *g, struct gpu_pstate *ps,
 	}
 	if (g->fold) {
 		const struct nt_gpu_kernel *k = (const void *)r; /* start/end lead every record */
-		uint32_t base = j->py_stack ? j->py_stack : j->stack;
+		uint32_t base = j->py_stack ? j->py_stack : j->stack ? j->stack : no_stack(g, ps, j);
 
 		gpu_folded_add(g->fold, ps->pid, j->tid, gpu_comm_of(g, ps, j), base, name,
 			       k->end > k->start ? k->end - k->start : 0);
