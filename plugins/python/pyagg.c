@@ -341,20 +341,30 @@ static size_t put(char *buf, size_t len, size_t at, const char *s)
 size_t py_agg_folded(const struct py_agg *a, uint32_t stack, bool lines,
 		     char *buf, size_t len)
 {
-	const struct stack_ent *e;
+	if (len)
+		buf[0] = '\0';
+	if (!len || stack >= a->n_stacks)
+		return 0;
+	return py_agg_folded_frames(a, a->stacks[stack].frames, a->stacks[stack].n,
+				    lines, buf, len);
+}
+
+size_t py_agg_folded_frames(const struct py_agg *a, const uint32_t *frames,
+			    uint32_t n, bool lines, char *buf, size_t len)
+{
 	size_t at = 0;
 	char num[32];
 
 	if (!len)
 		return 0;
 	buf[0] = '\0';
-	if (stack >= a->n_stacks)
-		return 0;
-	e = &a->stacks[stack];
-	for (uint32_t i = 0; i < e->n; i++) {
-		const struct frame_ent *f = &a->frames[e->frames[i]];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct frame_ent *f;
 
-		if (i)
+		if (frames[i] >= a->n_frames)
+			continue;
+		f = &a->frames[frames[i]];
+		if (at)
 			at = put(buf, len, at, ";");
 		at = put(buf, len, at, f->func);
 		if (f->file) {

@@ -47,6 +47,11 @@ uint32_t py_agg_stack(struct py_agg *a, uint32_t pid, uint32_t tid,
 
 void py_agg_add(struct py_agg *a, uint32_t stack, uint64_t samples);
 
+/* Folded text of frame ids (root first), as py_agg_folded; unknown ids are
+ * skipped. */
+size_t py_agg_folded_frames(const struct py_agg *a, const uint32_t *frames,
+			    uint32_t n, bool lines, char *buf, size_t len);
+
 uint64_t py_agg_samples(const struct py_agg *a, uint32_t stack);
 
 /*

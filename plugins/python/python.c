@@ -35,6 +35,7 @@
 #include "python.h"
 #include "pyagg.h"
 #include "pyjoin.h"
+#include "pylend.h"
 #include "pyline.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
@@ -362,6 +363,7 @@ struct py_plugin {
 	const struct nt_host *host;
 	const struct py_cfg *cfg;
 	int t_stack, t_report, t_calls, t_exc, t_proc;
+	struct py_lend lend; /* python.launch_stack (pylend.h) */
 	struct nt_metric *m[M_N];
 
 	struct python_bpf *skel;
@@ -1696,8 +1698,13 @@ static void join_pick(struct py_plugin *st, struct pyp *p,
 		 st->cfg->idle ? join_off_at : NULL, st, &lim, r);
 }
 
+/*
+ * A host call of the cuda probe: joined with a Python stack. Launches
+ * (`launch`) are counted in python.stack (state cuda); every joined call's
+ * stack is also lent as python.launch_stack while someone listens.
+ */
 static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
-			   const struct nt_schema *schema)
+			   const struct nt_schema *schema, bool launch)
 {
 	uint32_t ids[PY_MAX_FRAMES + PY_NATIVE_MAX + 4];
 	uint32_t n = 0, nf = 0;
@@ -1709,7 +1716,7 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	struct pyj_result jr;
 	uint32_t stack;
 
-	if (!p || p->status != PS_ATTACHED)
+	if (!p || p->status != PS_ATTACHED || (!launch && !py_lend_wanted(&st->lend)))
 		return;
 	memcpy(comm, ev->comm, NT_COMM_LEN);
 	comm[NT_COMM_LEN] = '\0';
@@ -1718,9 +1725,11 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	if (st->rb)
 		ring_buffer__consume(st->rb);
 	join_pick(st, p, ev, &jr);
-	p->join_how[jr.how & 3]++;
-	if (jr.how == PYJ_NONE && jr.why < PYJ_WHY_N)
-		p->join_why[jr.why]++;
+	if (launch) {
+		p->join_how[jr.how & 3]++;
+		if (jr.how == PYJ_NONE && jr.why < PYJ_WHY_N)
+			p->join_why[jr.why]++;
+	}
 	if (jr.how != PYJ_NONE)
 		fr = py_agg_stack_frames(st->agg, jr.stack, &nf);
 	if (!fr || !nf) {
@@ -1776,6 +1785,11 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 			}
 		}
 	}
+	if (jr.how != PYJ_NONE)
+		py_lend_publish(&st->lend, st->host, st->inst, ev, st->agg, ids, n,
+				st->cfg->lines, (unsigned)jr.how);
+	if (!launch)
+		return;
 	if (fk && (uint32_t)fk->offset + sizeof(struct nt_vstr) <= ev->size) {
 		struct nt_vstr v;
 
@@ -1878,7 +1892,9 @@ static void py_consume(void *state, const struct nt_event_hdr *ev,
 	if (strcmp(schema->name, "proc.exit") == 0)
 		proc_gone(st, ev->pid);
 	else if (strcmp(schema->name, "cuda.launch") == 0)
-		on_cuda_launch(st, ev, schema);
+		on_cuda_launch(st, ev, schema, true);
+	else if (strncmp(schema->name, "cuda.", 5) == 0)
+		on_cuda_launch(st, ev, schema, false); /* graph launch, copy, set */
 }
 
 /* ---- timers -------------------------------------------------------- */
@@ -2072,8 +2088,15 @@ static int py_init(struct nt_instance *inst, const struct nt_host *host,
 		}
 	}
 	host->subscribe(inst, "proc.exit");
-	if (cfg->cuda_join)
+	if (cfg->cuda_join) {
 		host->subscribe(inst, "cuda.launch");
+		/* their stacks are lent only (python.launch_stack) */
+		host->subscribe(inst, "cuda.graph_launch");
+		host->subscribe(inst, "cuda.memcpy");
+		host->subscribe(inst, "cuda.memset");
+		if (py_lend_init(&st->lend, host, inst))
+			host->log(inst, NT_LOG_WARN, "cannot register python.launch_stack: no stacks lent");
+	}
 	*state = st;
 	return 0;
 nomem:
@@ -2265,6 +2288,7 @@ static void py_fini(void *state)
 	while (py_map_next(&st->procs, &it, &k, &v))
 		proc_free(st, v);
 	py_map_free(&st->procs);
+	py_lend_fini(&st->lend);
 	it = 0;
 	while (py_map_next(&st->threads, &it, &k, &v))
 		free(v);
