@@ -382,3 +382,39 @@ void gpu_publish_stack(struct gpu_plugin *g, uint32_t pid, uint32_t tid,
 	ev_str(g, offsetof(struct ev_stack, stack), stack, len);
 	ev_publish(g);
 }
+
+/* ---- cuda.gpu_stack ----------------------------------------------------------- */
+
+struct publish_ctx {
+	struct gpu_plugin *g;
+};
+
+static void publish_one(void *arg, uint32_t pid, uint32_t tid, const char *comm,
+			uint32_t base, uint32_t name, uint64_t us, uint64_t ns,
+			uint64_t launches)
+{
+	struct gpu_plugin *g = ((struct publish_ctx *)arg)->g;
+	struct gpu_buf *b = &g->text;
+	uint32_t len;
+	const char *s;
+
+	b->len = 0;
+	if (!base && !name) {
+		gpu_buf_puts(b, "[other stacks]");
+	} else {
+		s = gpu_str(&g->strs, base, &len);
+		gpu_buf_put(b, len ? s : "[no launch stack]", len ? len : 17);
+		gpu_buf_puts(b, ";[gpu] ");
+		s = gpu_str(&g->strs, name, &len);
+		gpu_buf_put(b, len ? s : "?", len ? len : 1);
+	}
+	gpu_publish_stack(g, pid, tid, comm, b->p, b->len, us, ns, launches);
+}
+
+void gpu_stacks_publish(struct gpu_plugin *g, uint32_t pid)
+{
+	struct publish_ctx c = { g };
+
+	if (g->fold)
+		gpu_folded_emit(g->fold, pid, publish_one, &c);
+}
