@@ -72,7 +72,7 @@ END_TEST
 START_TEST(join_waits)
 {
 	struct gpu_proc *p = gpu_proc_new(100, 1024, 1024);
-	struct nt_gpu_api a = api(4, 101, 1000000, 1002000, NT_GPU_CALL_LAUNCH);
+	struct nt_gpu_api a = api(4, 101, 10000000, 10002000, NT_GPU_CALL_LAUNCH);
 	struct gpu_joined j;
 
 	p->system_tid = true;
@@ -86,10 +86,10 @@ START_TEST(join_waits)
 	ck_assert_int_eq(j.how, GPU_JOIN_THREAD);
 	ck_assert_uint_eq(j.tid, 101);
 	/* it reports launches, the thread's are older than the call: wait */
-	gpu_join_call(p, 101, "t", 900000, NT_GPU_CALL_LAUNCH, 1);
+	gpu_join_call(p, 101, "t", 5000000, NT_GPU_CALL_LAUNCH, 1);
 	ck_assert_int_eq(gpu_join_find(p, 4, 0, false, &j), 1);
 	/* a later one came: the call's own launch event is not coming */
-	gpu_join_call(p, 101, "t", 1002500, NT_GPU_CALL_LAUNCH, 1);
+	gpu_join_call(p, 101, "t", 10002500, NT_GPU_CALL_LAUNCH, 1);
 	ck_assert_int_eq(gpu_join_find(p, 4, 0, false, &j), 0);
 	ck_assert_int_eq(j.how, GPU_JOIN_THREAD);
 	ck_assert_uint_eq(j.call_ts, 0);
@@ -146,6 +146,29 @@ START_TEST(join_taken_and_outer)
 	/* the launch event is taken: another correlation does not get it */
 	ck_assert_int_eq(gpu_join_find(p, 2, 0, true, &j), 0);
 	ck_assert_int_eq(j.how, GPU_JOIN_THREAD);
+	gpu_proc_free(p);
+}
+END_TEST
+
+START_TEST(join_preempted_uprobe)
+{
+	struct gpu_proc *p = gpu_proc_new(100, 1024, 1024);
+	struct nt_gpu_api a = api(1, 101, 1000, 2000, NT_GPU_CALL_COPY);
+	struct nt_gpu_api b = api(2, 101, 9000000, 9001000, NT_GPU_CALL_COPY);
+	struct gpu_joined j;
+
+	p->system_tid = true;
+	/* the uprobe of call 2 fired 7 ms before CUPTI's entry stamp (the
+	 * thread was preempted in between): still after call 1 ended */
+	gpu_join_call(p, 101, "t", 900, NT_GPU_CALL_COPY, 1);
+	gpu_join_call(p, 101, "t", 2500, NT_GPU_CALL_COPY, 2);
+	gpu_join_api(p, &a);
+	gpu_join_api(p, &b);
+	ck_assert_int_eq(gpu_join_find(p, 2, 0, false, &j), 0);
+	ck_assert_int_eq(j.how, GPU_JOIN_CALL);
+	ck_assert_uint_eq(j.call_ts, 2500);
+	ck_assert_int_eq(gpu_join_find(p, 1, 0, false, &j), 0);
+	ck_assert_uint_eq(j.call_ts, 900);
 	gpu_proc_free(p);
 }
 END_TEST
@@ -610,6 +633,7 @@ int main(void)
 	tcase_add_test(tc, join_waits);
 	tcase_add_test(tc, join_graph_and_kinds);
 	tcase_add_test(tc, join_taken_and_outer);
+	tcase_add_test(tc, join_preempted_uprobe);
 	tcase_add_test(tc, join_pthread_ids);
 	tcase_add_test(tc, join_ring_order_and_bound);
 	tcase_add_test(tc, join_api_ring_wraps);

@@ -121,7 +121,9 @@ static void gpu_consume(void *state, const struct nt_event_hdr *ev,
 		gpu_server_accept_now(g);
 		ps = gpu_pstate_of(g, ev->pid);
 	}
-	if (!ps || !ps->tracing || ps->fd < 0)
+	/* before its hello is read, a connected process is taken as traced
+	 * (its host calls would be lost otherwise) */
+	if (!ps || ps->fd < 0 || (!ps->tracing && ps->status != UINT32_MAX))
 		return;
 	slot = seen_slot(g, schema);
 	memcpy(comm, ev->comm, NT_COMM_LEN);

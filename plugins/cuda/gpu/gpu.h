@@ -79,7 +79,6 @@ struct gpu_plugin {
 	char dir[256], sock_path[300];
 	int listen_fd, epoll_fd;
 	uint32_t n_conns;
-	uint64_t last_accept_try;
 	bool injecting;
 	/* records waiting for their host side (FIFO) */
 	struct gpu_pending *pend;

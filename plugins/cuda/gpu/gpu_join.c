@@ -193,6 +193,16 @@ void gpu_join_api(struct gpu_proc *p, const struct nt_gpu_api *a)
 		gpu_map_del(&p->api_at, e->corr);
 	e->start = a->start;
 	e->end = a->end;
+	e->lo = a->start > GPU_JOIN_SLACK_NS ? a->start - GPU_JOIN_SLACK_NS : 0;
+	if (p->system_tid) {
+		struct gpu_thread *t = gpu_thread_get(p, a->tid, true);
+
+		/* API records of a thread come in the order its calls ended */
+		if (t && t->last_api_end && t->last_api_end <= a->start)
+			e->lo = t->last_api_end;
+		if (t && a->end > t->last_api_end)
+			t->last_api_end = a->end;
+	}
 	e->tid = a->tid;
 	e->corr = a->correlation;
 	e->cbid = (uint16_t)a->cbid;
@@ -211,16 +221,14 @@ static const struct gpu_api_ent *api_of(const struct gpu_proc *p, uint32_t corr)
 }
 
 /* The host call of a thread for an API call: the newest one of the right
- * kind in [start - slack, end] not taken by another correlation. */
+ * kind in (lo, end] not taken by another correlation (gpu_join.h). */
 static struct gpu_call *call_in(const struct gpu_thread *t,
 				const struct gpu_api_ent *a)
 {
-	uint64_t lo = a->start > GPU_JOIN_SLACK_NS ? a->start - GPU_JOIN_SLACK_NS : 0;
-
 	for (int64_t i = ring_last_at_or_before(t, a->end); i >= 0; i--) {
 		struct gpu_call *c = ring_at(t, (uint32_t)i);
 
-		if (c->ts < lo)
+		if (c->ts <= a->lo)
 			break;
 		if (c->kind == a->call && (!c->corr || c->corr == a->corr))
 			return c;

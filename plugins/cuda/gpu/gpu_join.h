@@ -23,10 +23,17 @@
 #include "gpu_util.h"
 #include "gpu_wire.h"
 
-/* A host call is taken as the API call's when its entry lies in
- * [api.start - GPU_JOIN_SLACK_NS, api.end]: the cuda probe's uprobe fires
- * at the function's first instruction, before CUPTI's own entry stamp. */
-#define GPU_JOIN_SLACK_NS 20000ull
+/*
+ * Which host call is an API call's: the newest of its kind and thread not
+ * taken by another correlation with its entry in (the end of the thread's
+ * previous API call, this one's end]. The cuda probe's uprobe fires at the
+ * function's first instruction, before CUPTI's own entry stamp, and the
+ * trap in between can be preempted for milliseconds on a loaded machine,
+ * so the API call's own start is no bound; the previous call's end is.
+ * Without that (the thread's first call; thread ids that are not tids) the
+ * bound is the start less GPU_JOIN_SLACK_NS.
+ */
+#define GPU_JOIN_SLACK_NS 1000000ull
 
 struct gpu_call {
 	uint64_t ts;       /* the event's hdr.ts_ns (entry) */
@@ -44,10 +51,12 @@ struct gpu_thread {
 	struct gpu_call *ring; /* sorted by ts, oldest at head */
 	uint32_t cap, head, n, max;
 	uint64_t newest_ts;
+	uint64_t last_api_end; /* end of its newest API record */
 };
 
 struct gpu_api_ent {
 	uint64_t start, end;
+	uint64_t lo; /* its host call's entry is after this (see above) */
 	uint32_t tid, corr;
 	uint16_t cbid;
 	uint8_t call, driver;

@@ -161,14 +161,14 @@ static void accept_all(struct gpu_plugin *g)
 	}
 }
 
+/* One accept4() (about a microsecond) per host call of a process not
+ * connected: its connection is in the backlog before its first launch
+ * (the library connects in cuInit), and waiting for the loop to accept it
+ * would lose the launches in between. */
 void gpu_server_accept_now(struct gpu_plugin *g)
 {
-	uint64_t now = gpu_mono_ns();
-
-	if (g->listen_fd < 0 || now - g->last_accept_try < 1000000)
-		return;
-	g->last_accept_try = now;
-	accept_all(g);
+	if (g->listen_fd >= 0)
+		accept_all(g);
 }
 
 /* Read up to budget messages of one connection; -1 when it ended. */
