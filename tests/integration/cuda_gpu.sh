@@ -71,7 +71,7 @@ case_nocupti() {
 	grep -q "no CUPTI found: no libcupti.so.99 for CUDA 99: not loaded, not next to the job's libcudart" "$T/nocupti.err" ||
 		{ cat "$T/nocupti.err" >&2; fail "nocupti: the line does not say where it looked"; }
 	! grep -q '"cuda.kernel_exec"' "$T/nocupti.jsonl" || fail "nocupti: kernel events without CUPTI?"
-	grep -q '"type": "cuda.gpu_process".*"status": "ENOENT"' "$T/nocupti.jsonl" ||
+	grep -q '"type":"cuda.gpu_process".*"status":"ENOENT"' "$T/nocupti.jsonl" ||
 		fail "nocupti: no cuda.gpu_process event with status ENOENT"
 	echo "cuda_gpu.sh: nocupti: $(grep -o 'pid [0-9]* ([^)]*): no CUPTI found.*' "$T/nocupti.err")"
 	NTFX_CUPTI_FAIL=enable timeout 60 "$NTCORE" -c "$T/nocupti.conf" -- "$WL" "$RT" steps 20 \

@@ -378,7 +378,7 @@ static void describe(struct inj *g, const char *path, uint32_t version,
 						 : "of every call (older CUPTI)");
 }
 
-static void stop_kinds(struct inj *g)
+void inj_stop_kinds(struct inj *g)
 {
 	static const uint32_t kinds[] = { NT_CUPTI_KIND_CONCURRENT_KERNEL, NT_CUPTI_KIND_MEMCPY,
 					  NT_CUPTI_KIND_MEMSET, NT_CUPTI_KIND_SYNCHRONIZATION,
@@ -404,7 +404,7 @@ static int start(struct inj *g, const char *path, int major, char *why,
 	if (start_cupti(g, &flags, why, why_len) || inj_sender_start(g)) {
 		if (!why[0])
 			snprintf(why, why_len, "cannot start the sender thread");
-		stop_kinds(g);
+		inj_stop_kinds(g);
 		the_inj = NULL;
 		return -1;
 	}

@@ -95,10 +95,14 @@ struct inj {
 	bool stopping, stopped;
 	pthread_t sender;
 	bool sender_running;
+	bool kinds_stopped;
 	uint64_t buffers_done, cupti_dropped;
 	struct inj_out out; /* sender thread only */
 };
 
+/* Turn CUPTI's activity off (the daemon went away: tracing would only
+ * cost the job). inject.c */
+void inj_stop_kinds(struct inj *g);
 /* The sender thread and the final drain (inject_send.c). */
 int inj_sender_start(struct inj *g);
 void inj_sender_stop(struct inj *g, uint32_t wait_ms);

@@ -201,6 +201,10 @@ static void *sender_main(void *arg)
 			last_stats = mono_ms();
 		}
 		inj_out_flush(&g->out);
+		if (g->gone && !g->kinds_stopped) {
+			inj_stop_kinds(g);
+			g->kinds_stopped = true;
+		}
 		pthread_mutex_lock(&g->lock);
 	}
 	pthread_mutex_unlock(&g->lock);
