@@ -5,6 +5,7 @@
 #   tests/gpu/bundle.sh [BUILD_DIR]      (run here, from the repository root)
 # then, on the device machine (carry [".device"]):
 #   . .device/env.sh; tests/gpu/cuda_validate.sh .device "$OUT"
+#   . .device/env.sh; tests/gpu/cupti.sh .device "$OUT"
 set -euo pipefail
 B=${1:-/tmp/gpubuild}
 S=$(mktemp -d /tmp/gpubundle.XXXXXX)
@@ -17,6 +18,8 @@ ninja -C "$B" >/dev/null
 mkdir -p "$S/core" "$S/plugins/cuda/detectors" "$S/plugins/python" "$S/plugins/nvlink" "$S/sinks/file" "$S/sinks/stdout"
 cp "$B/core/ntcore" "$S/core/"
 cp "$B/plugins/cuda/cuda.so" "$B/plugins/cuda/cuda_libinfo" "$S/plugins/cuda/"
+# cuda_gpu finds its CUPTI injection library next to itself
+cp "$B/plugins/cuda/cuda_gpu.so" "$B/plugins/cuda/libntcore-cupti.so.1" "$S/plugins/cuda/"
 cp "$B"/plugins/cuda/detectors/*.so "$S/plugins/cuda/detectors/"
 cp "$B/plugins/python/python.so" "$S/plugins/python/"
 cp "$B/plugins/nvlink/nvlink.so" "$S/plugins/nvlink/"

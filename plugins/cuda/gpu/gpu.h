@@ -91,6 +91,7 @@ struct gpu_plugin {
 	struct gpu_folded *fold;
 	uint64_t last_report_ns;
 	uint64_t malformed;
+	uint32_t fixed_names[24]; /* gpu_records.c: names of copies, sets, syncs */
 	/* schema field offsets of the events consumed (cached per schema) */
 	const struct nt_schema *seen_schema[8];
 	int seen_stack[8], seen_api[8], seen_py[8];

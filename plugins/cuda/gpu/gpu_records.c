@@ -116,24 +116,42 @@ static uint32_t intern_cstr(struct gpu_plugin *g, const char *s)
 }
 
 /* The string id of a record's slice name. */
+/* The string id of a fixed name, interned once (slot: 0..15 copies by
+ * kind, 16 memset, 17.. syncs by type). */
+static uint32_t fixed_name(struct gpu_plugin *g, unsigned slot, const char *fmt,
+			   const char *arg)
+{
+	char buf[64];
+
+	if (slot >= NT_ARRAY_LEN(g->fixed_names))
+		return 0;
+	if (!g->fixed_names[slot]) {
+		snprintf(buf, sizeof(buf), fmt, arg);
+		g->fixed_names[slot] = intern_cstr(g, buf);
+	}
+	return g->fixed_names[slot];
+}
+
 static uint32_t name_of(struct gpu_plugin *g, struct gpu_pstate *ps,
 			const struct nt_gpu_rec *r)
 {
-	char buf[64];
 	uint64_t id = 0;
+	unsigned kind;
 
 	switch (r->type) {
 	case NT_GPU_R_KERNEL:
 		gpu_map_get(&ps->join->names, ((const struct nt_gpu_kernel *)r)->name_id, &id);
 		return (uint32_t)id;
 	case NT_GPU_R_MEMCPY:
-		snprintf(buf, sizeof(buf), "memcpy %s",
-			 gpu_copy_kind_name(((const struct nt_gpu_memcpy *)r)->copy_kind));
-		return intern_cstr(g, buf);
+		kind = ((const struct nt_gpu_memcpy *)r)->copy_kind;
+		kind = kind < 11 ? kind : 0;
+		return fixed_name(g, kind, "memcpy %s", gpu_copy_kind_name(kind));
 	case NT_GPU_R_MEMSET:
-		return intern_cstr(g, "memset");
+		return fixed_name(g, 16, "%s", "memset");
 	default:
-		return intern_cstr(g, gpu_sync_type_name(((const struct nt_gpu_sync *)r)->type));
+		kind = ((const struct nt_gpu_sync *)r)->type;
+		kind = kind < 5 ? kind : 0;
+		return fixed_name(g, 17 + kind, "%s", gpu_sync_type_name(kind));
 	}
 }
 
