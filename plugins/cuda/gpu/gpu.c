@@ -40,7 +40,7 @@ static const struct nt_cfg_key gpu_config[] = {
 	  .desc = "CUPTI activity kinds: kernel, memcpy, memset, sync" },
 	KEY(join_wait_ms, NT_CFG_INT, "1000", 0, 60000,
 	    "how long a GPU record waits for its launch event before it is published without stacks (ms)"),
-	KEY(max_calls, NT_CFG_INT, "65536", 1024, 16777216,
+	KEY(max_calls, NT_CFG_INT, "262144", 1024, 16777216,
 	    "host calls remembered per thread for the join (a power of two)"),
 	KEY(max_apis, NT_CFG_INT, "262144", 1024, 16777216,
 	    "CUPTI API records remembered per process for the join"),
