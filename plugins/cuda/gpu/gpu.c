@@ -234,7 +234,7 @@ static int set_env(struct gpu_plugin *g, const char *lib)
 	int rc;
 
 	if (!NT_HOST_HAS(h, child_setenv)) {
-		h->log(g->inst, NT_LOG_WARN, "this ntcore cannot set a job's environment (ABI < 1.2): no GPU times");
+		h->log(g->inst, NT_LOG_WARN, "this ntcore cannot set a job's environment (ABI < 1.3): no GPU times");
 		return 1;
 	}
 	rc = h->child_setenv(g->inst, "CUDA_INJECTION64_PATH", lib, false);
