@@ -35,4 +35,5 @@ if [ "${ALL:-0}" = 1 ]; then
 fi
 rm -rf .device
 "${DEVICE_BUNDLE:-../shared/tools/device-bundle}" "$S" .device
-grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
+ex=$(git rev-parse --git-path info/exclude) # .git is a file in a worktree
+grep -qx '/.device/' "$ex" 2>/dev/null || echo '/.device/' >> "$ex"

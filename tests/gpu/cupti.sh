@@ -41,20 +41,20 @@ for f in core/ntcore plugins/cuda/cuda_gpu.so plugins/cuda/libntcore-cupti.so.1 
 	[ -e "$D/$f" ] || { echo "FAIL: $D/$f missing (tests/gpu/bundle.sh)"; exit 1; }
 done
 
-conf() { # NAME MODE(gpu|full) JSONL FOLDED
-	local cuda="" py=""
+conf() { # NAME MODE(gpu|full) JSONL [FOLDED]
+	local cuda="" py="" folded=""
 	if [ "$2" = full ]; then
 		cuda='{ plugin = "cuda"; launch_events = true; stacks = true; },'
 		py='{ plugin = "python"; },'
 	fi
+	[ -n "${4:-}" ] && folded=", { plugin = \"file\"; name = \"folded\"; path = \"$4\"; format = \"folded\"; events = [ \"cuda.gpu_stack\" ]; }"
 	cat > "$W/$1.conf" <<CONF
 ntcore = { log_level = "info"; };
 plugins = (
   $cuda
   $py
   { plugin = "cuda_gpu"; },
-  { plugin = "file"; path = "$3"; events = [ "cuda.kernel_exec", "cuda.gpu_process" ]; }${4:+,
-  { plugin = "file"; name = "folded"; path = "$4"; format = "folded"; events = [ "cuda.gpu_stack" ]; }}
+  { plugin = "file"; path = "$3"; events = [ "cuda.kernel_exec", "cuda.gpu_process" ]; }$folded
 );
 CONF
 }
