@@ -478,6 +478,30 @@ static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
 
 static int reload(struct nt_daemon *d);
 
+static int signal_one(struct nt_daemon *d, struct nt_instance *inst)
+{
+	int signo = d->pending_signal;
+
+	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, on_signal))
+		inst->lib.desc.on_signal(inst->state, signo);
+	return 0;
+}
+
+/* SIGUSR1/SIGUSR2: handed to every plugin that asks for them, in the bus's
+ * flow order (sinks last, so that a detector's reaction reaches them). */
+static void on_user_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct nt_daemon *d = w->data;
+
+	(void)loop;
+	(void)revents;
+	nt_log(NT_LOG_INFO, NULL, "signal %d: passed to the plugins", w->signum);
+	nt_daemon_sync_self_metrics(d);
+	d->pending_signal = w->signum;
+	for_each_in_flow(d, false, signal_one);
+	d->pending_signal = 0;
+}
+
 static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	(void)loop;
@@ -623,10 +647,15 @@ static void start_watchers(struct nt_daemon *d)
 	ev_signal_init(&d->sig_int, on_stop_signal, SIGINT);
 	ev_signal_init(&d->sig_term, on_stop_signal, SIGTERM);
 	ev_signal_init(&d->sig_hup, on_hup, SIGHUP);
+	ev_signal_init(&d->sig_usr1, on_user_signal, SIGUSR1);
+	ev_signal_init(&d->sig_usr2, on_user_signal, SIGUSR2);
 	d->sig_int.data = d->sig_term.data = d->sig_hup.data = d;
+	d->sig_usr1.data = d->sig_usr2.data = d;
 	ev_signal_start(loop, &d->sig_int);
 	ev_signal_start(loop, &d->sig_term);
 	ev_signal_start(loop, &d->sig_hup);
+	ev_signal_start(loop, &d->sig_usr1);
+	ev_signal_start(loop, &d->sig_usr2);
 	ev_timer_init(&d->selfsync_timer, on_selfsync, 1.0, 1.0);
 	d->selfsync_timer.data = d;
 	ev_timer_start(loop, &d->selfsync_timer);

@@ -89,7 +89,8 @@ struct nt_daemon {
 	int child_status;
 	bool child_exited;
 	int exit_code;
-	ev_signal sig_int, sig_term, sig_hup;
+	int pending_signal; /* the user signal being handed out */
+	ev_signal sig_int, sig_term, sig_hup, sig_usr1, sig_usr2;
 	ev_child child_watch;
 	ev_timer duration_timer, selfsync_timer;
 	ev_io exits_io;

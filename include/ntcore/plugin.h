@@ -25,7 +25,8 @@
  *  1.1 added nt_plugin_desc.flush;
  *  1.2 added nt_host.vlog (a log safe from any thread) and
  *      nt_host.vmlinux_btf (the kernel's BTF, parsed once per daemon run);
- *  1.3 added nt_host.child_setenv (the environment of the -- CMD child).
+ *  1.3 added nt_host.child_setenv (the environment of the -- CMD child);
+ *  1.4 added nt_plugin_desc.on_signal (SIGUSR1 and SIGUSR2 to plugins).
  *
  * Threads: every op and every host function is called on the daemon's single
  * loop thread, except the metric_* functions, metrics_visit, count_drop and
@@ -43,7 +44,7 @@
 #include "event.h"
 
 #define NT_ABI_MAJOR 1
-#define NT_ABI_MINOR 3
+#define NT_ABI_MINOR 4
 
 /* The one exported data symbol of every plugin .so. */
 #define NT_PLUGIN_SYMBOL "ntcore_plugin"
@@ -353,6 +354,10 @@ struct nt_host {
  *          `schema` are borrowed for the call.
  * flush    (1.1, optional) called on shutdown and SIGHUP after the last
  *          events were drained: write out everything queued.
+ * on_signal (1.4, optional) the daemon received SIGUSR1 or SIGUSR2
+ *          (`signo`): a user asks for something now (the trace sink writes
+ *          its flight recorder out). Called on the loop thread, for every
+ *          attached instance that has the op, sinks last.
  *
  * Required: init, attach, poll, detach, fini; consume for detectors and
  * sinks. The loader refuses a descriptor that lacks one, naming it.
@@ -381,6 +386,8 @@ struct nt_plugin_desc {
 			const struct nt_schema *schema);
 	/* --- ABI 1.1 --- */
 	void (*flush)(void *state);
+	/* --- ABI 1.4 (SIGUSR1/SIGUSR2 to plugins) --- */
+	void (*on_signal)(void *state, int signo);
 };
 
 #define NT_DESC_HAS(desc, member)                                              \
