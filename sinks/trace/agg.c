@@ -52,7 +52,7 @@ static void stat_add(struct tmap *m, const char *name, uint32_t len, uint64_t ns
 static char *copy_str(const struct nt_event_hdr *ev, const struct nt_field *f)
 {
 	uint32_t len = 0;
-	const char *s = tr_str(ev, f, &len);
+	const char *s = tr_field_str(ev, f, &len);
 
 	return s ? strndup(s, len) : NULL;
 }
@@ -66,7 +66,7 @@ static void add_alert(struct agg *a, const struct nt_event_hdr *ev,
 	}
 	struct agg_alert *al = &a->alerts[a->n_alerts++];
 	al->ts = ev->ts_ns;
-	al->severity = (uint32_t)tr_uint(ev, c->severity);
+	al->severity = (uint32_t)tr_field_uint(ev, c->severity);
 	al->pid = ev->pid;
 	al->tid = ev->tid;
 	memcpy(al->comm, ev->comm, NT_COMM_LEN);
@@ -96,16 +96,16 @@ static void add_report(struct agg *a, const struct nt_event_hdr *ev,
 static void add_device(struct agg *a, const struct nt_event_hdr *ev,
 		       const struct tr_class *c)
 {
-	uint64_t start = tr_uint(ev, c->start), end = tr_uint(ev, c->end);
+	uint64_t start = tr_field_uint(ev, c->start), end = tr_field_uint(ev, c->end);
 	uint64_t dur = end > start ? end - start : 0;
 	uint32_t len = 0, slen = 0;
 	const char *name = tr_event_name(c, ev, &len);
-	const char *stack = tr_str(ev, c->py_stack, &slen);
+	const char *stack = tr_field_str(ev, c->py_stack, &slen);
 	bool leaf_first = false;
 
 	stat_add(&a->kernels, name, len, dur);
 	if (!stack || !slen) {
-		stack = tr_str(ev, c->stack, &slen);
+		stack = tr_field_str(ev, c->stack, &slen);
 		leaf_first = c->stack_leaf_first;
 	}
 	flame_add(&a->gpu, NULL, stack, stack ? slen : 0, leaf_first, name, len, dur);
@@ -115,8 +115,8 @@ static void add_sample(struct agg *a, const struct nt_event_hdr *ev,
 		       const struct tr_class *c)
 {
 	uint32_t slen = 0, tlen = 0;
-	const char *stack = tr_str(ev, c->stack, &slen);
-	const char *state = tr_str(ev, c->state, &tlen);
+	const char *stack = tr_field_str(ev, c->stack, &slen);
+	const char *state = tr_field_str(ev, c->state, &tlen);
 	char root[40];
 
 	if (!stack)
@@ -124,7 +124,7 @@ static void add_sample(struct agg *a, const struct nt_event_hdr *ev,
 	if (state && tlen)
 		snprintf(root, sizeof(root), "[%.*s]", (int)tlen, state);
 	flame_add(&a->samples, state && tlen ? root : NULL, stack, slen,
-		  c->stack_leaf_first, NULL, 0, tr_uint(ev, c->count));
+		  c->stack_leaf_first, NULL, 0, tr_field_uint(ev, c->count));
 }
 
 static void add_count(struct tmap *m, const char *name)
@@ -154,10 +154,10 @@ void agg_event(struct agg *a, const struct nt_event_hdr *ev,
 	case TR_SAMPLE: add_sample(a, ev, c); break;
 	case TR_HOST_SLICE: {
 		const char *name = tr_event_name(c, ev, &len);
-		const char *stack = tr_str(ev, c->stack, &slen);
+		const char *stack = tr_field_str(ev, c->stack, &slen);
 		if (c->enter)
 			break; /* its return is counted */
-		stat_add(&a->apis, name, len, tr_uint(ev, c->duration));
+		stat_add(&a->apis, name, len, tr_field_uint(ev, c->duration));
 		if (stack && slen)
 			flame_add(&a->calls, NULL, stack, slen, c->stack_leaf_first,
 				  NULL, 0, 1);

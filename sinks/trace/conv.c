@@ -178,7 +178,7 @@ void tr_classes_free(struct tr_classes *c)
 	tmap_free(&c->by_schema, free);
 }
 
-const char *tr_str(const struct nt_event_hdr *ev, const struct nt_field *f,
+const char *tr_field_str(const struct nt_event_hdr *ev, const struct nt_field *f,
 		   uint32_t *len)
 {
 	if (!f)
@@ -192,7 +192,7 @@ const char *tr_str(const struct nt_event_hdr *ev, const struct nt_field *f,
 	return at;
 }
 
-uint64_t tr_uint(const struct nt_event_hdr *ev, const struct nt_field *f)
+uint64_t tr_field_uint(const struct nt_event_hdr *ev, const struct nt_field *f)
 {
 	if (!f || (uint32_t)f->offset + f->size > ev->size)
 		return 0;
@@ -205,9 +205,9 @@ const char *tr_event_name(const struct tr_class *c,
 	const char *s = NULL;
 
 	if (c->kind != TR_DEVICE_SLICE)
-		s = tr_str(ev, c->api_name, len);
+		s = tr_field_str(ev, c->api_name, len);
 	if (!s || !*len)
-		s = tr_str(ev, c->name, len);
+		s = tr_field_str(ev, c->name, len);
 	if (!s || !*len) {
 		s = c->schema->name;
 		*len = (uint32_t)strlen(s);

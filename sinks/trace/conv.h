@@ -72,10 +72,10 @@ void tr_classes_free(struct tr_classes *c);
 
 /* A VSTR or STR field's bytes (borrowed, not NUL-terminated); NULL when
  * absent or out of the record. */
-const char *tr_str(const struct nt_event_hdr *ev, const struct nt_field *f,
+const char *tr_field_str(const struct nt_event_hdr *ev, const struct nt_field *f,
 		   uint32_t *len);
 /* Any integer field (signed ones sign-extended); 0 when f is NULL. */
-uint64_t tr_uint(const struct nt_event_hdr *ev, const struct nt_field *f);
+uint64_t tr_field_uint(const struct nt_event_hdr *ev, const struct nt_field *f);
 
 /* Name of an event drawn as a slice or instant: api_name, else name, else
  * the schema's name. */

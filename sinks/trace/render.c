@@ -232,7 +232,7 @@ static bool field_arg(struct render *r, const struct nt_event_hdr *ev,
 		      const struct nt_field *f, struct tl_arg *a, uint32_t i)
 {
 	const char *at = (const char *)ev + f->offset;
-	uint64_t u = tr_uint(ev, f);
+	uint64_t u = tr_field_uint(ev, f);
 	uint32_t len;
 
 	a->name = f->name;
@@ -262,7 +262,7 @@ static bool field_arg(struct render *r, const struct nt_event_hdr *ev,
 		arg_inaddr(r, a, i, (const unsigned char *)at); return true;
 	case NT_F_STR: case NT_F_VSTR:
 		a->type = TLA_STR;
-		a->v.s = tr_str(ev, f, &len);
+		a->v.s = tr_field_str(ev, f, &len);
 		a->len = a->v.s ? len : 0;
 		return a->v.s != NULL;
 	default:
@@ -329,7 +329,7 @@ static void close_call(struct render *r, const struct nt_event_hdr *ev,
 static void draw_host(struct render *r, const struct nt_event_hdr *ev,
 		      const struct tr_class *c, struct tl_slice *s)
 {
-	s->dur = tr_uint(ev, c->duration);
+	s->dur = tr_field_uint(ev, c->duration);
 	s->instant = s->dur == 0;
 	if (c->enter)
 		open_call(r, ev, s->name, s->name_len);
@@ -341,14 +341,14 @@ static void draw_host(struct render *r, const struct nt_event_hdr *ev,
 static void draw_device(struct render *r, const struct nt_event_hdr *ev,
 			const struct tr_class *c, struct tl_slice *s)
 {
-	uint64_t start = tr_uint(ev, c->start), end = tr_uint(ev, c->end);
-	uint64_t launch = tr_uint(ev, c->launch_ts);
+	uint64_t start = tr_field_uint(ev, c->start), end = tr_field_uint(ev, c->end);
+	uint64_t launch = tr_field_uint(ev, c->launch_ts);
 
 	s->ts = start;
 	s->dur = end > start ? end - start : 0;
 	s->track = c->device && c->stream
-			   ? stream_track(r, (int32_t)tr_uint(ev, c->device),
-					  tr_uint(ev, c->stream))
+			   ? stream_track(r, (int32_t)tr_field_uint(ev, c->device),
+					  tr_field_uint(ev, c->stream))
 			   : thread_track(r, ev);
 	if (!launch || !ev->tid || !ev->pid)
 		return;
@@ -366,7 +366,7 @@ static void draw_alert(struct render *r, const struct nt_event_hdr *ev,
 		       const struct tr_class *c, struct tl_slice *s)
 {
 	uint32_t len = 0;
-	const char *msg = tr_str(ev, c->message, &len);
+	const char *msg = tr_field_str(ev, c->message, &len);
 
 	if (msg && len) {
 		s->name = msg;
@@ -381,7 +381,7 @@ static void draw_states(struct render *r, const struct nt_event_hdr *ev,
 			const struct tr_class *c)
 {
 	for (uint32_t i = 0; i < c->n_states; i++) {
-		uint64_t v = tr_uint(ev, c->states[i]);
+		uint64_t v = tr_field_uint(ev, c->states[i]);
 		struct tl_track *t = thread_track(r, ev);
 		if (!v || v > ev->ts_ns || !t)
 			continue;

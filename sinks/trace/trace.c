@@ -141,7 +141,7 @@ static void on_alert(struct trace_sink *ts, const struct nt_event_hdr *ev,
 		     const struct tr_class *c)
 {
 	if (!ts->flight || !ts->cfg->dump_on_alert ||
-	    tr_uint(ev, c->severity) < ts->min_severity)
+	    tr_field_uint(ev, c->severity) < ts->min_severity)
 		return;
 	dump_request(ts, c->schema->name,
 		     (uint64_t)ts->cfg->dump_delay_ms * 1000000ull, true);
