@@ -13,8 +13,7 @@ Perfetto slices are rebuilt the way Perfetto's trace processor does: all
 events sorted by timestamp (file order breaks ties), per track a stack that
 BEGIN pushes and END pops. Anything that does not decode, an END with
 nothing open, a name or track that is not defined, or an END that closes
-another slice than the BEGIN written with it (improper nesting) raises
-TraceError.
+a slice whose own end is elsewhere (improper nesting) raises TraceError.
 """
 import collections
 import importlib
@@ -156,11 +155,11 @@ def _event(m, pb, p, order, it, raw):
 
 def _build_slices(m, raw):
     """Sort like the trace processor and pair BEGIN/END per track."""
-    intended = {}  # order of a BEGIN -> order of the END written right after
+    intended = {}  # order of a BEGIN -> ts of the END written right after
     by_order = sorted(raw, key=lambda r: r[1])
     for a, b in zip(by_order, by_order[1:]):
         if a[2] == "B" and b[2] == "E" and a[3] == b[3]:
-            intended[a[1]] = b[1]
+            intended[a[1]] = b[0]
     stacks = collections.defaultdict(list)
     for ts, order, kind, track, d in sorted(raw, key=lambda r: (r[0], r[1])):
         st = stacks[track]
@@ -173,7 +172,9 @@ def _build_slices(m, raw):
             if not st:
                 raise TraceError(f"END at {ts} on track {track} with nothing open")
             bts, border, d = st.pop()
-            if intended.get(border) != order:
+            # the END must end the slice it was written for, or one of
+            # the very same span (a call and its error event)
+            if intended.get(border) != ts:
                 raise TraceError(f"improper nesting on track {m.tracks[track].name!r}: "
                                  f"END at {ts} closes {d['name']!r} begun at {bts}")
             m.slices.append(Slice(track, bts, ts - bts, d["name"], d["cat"], d["args"],
@@ -212,35 +213,69 @@ def load_perfetto(path):
     return m
 
 
-def load_json(path):
-    """The JSON variant into the same model (tracks keyed by (pid, tid))."""
-    with open(path) as f:
-        doc = json.load(f)
-    m = Model()
+JPID_ALERTS, JPID_GPU, JTID_CHILD = 1999999999, 2000000000, 1000000000
+
+
+def _json_tracks(doc):
+    """Tracks like the Perfetto ones from the JSON ids the sink gives:
+    (pid, 0) a process, a GPU (pid >= JPID_GPU) or the Alerts track;
+    (pid, tid) a thread, a stream (under its GPU) or, tid >= JTID_CHILD,
+    a child track "<thread name> <what>" under that thread."""
     names = {}
     for e in doc["traceEvents"]:
         if e["ph"] == "M":
             names[(e["pid"], e["tid"] if e["name"] == "thread_name" else 0)] = e["args"]["name"]
+    keys = {(e["pid"], e.get("tid", 0)) for e in doc["traceEvents"]
+            if e["ph"] in ("X", "i", "M")} | {(e["pid"], 0) for e in doc["traceEvents"]}
+    tracks = {}
+    for pid, tid in sorted(keys, key=lambda k: (k[0], k[1] >= JTID_CHILD, k[1])):
+        name = names.get((pid, tid), "")
+        if tid == 0:
+            kind = "named" if pid >= JPID_ALERTS else "process"
+            tracks[(pid, 0)] = Track((pid, 0), 0, kind, name,
+                                     pid if kind == "process" else None, 0, None)
+        elif pid >= JPID_GPU:
+            tracks[(pid, tid)] = Track((pid, tid), (pid, 0), "named", name, None, None, None)
+        elif tid >= JTID_CHILD:
+            owner = [t for t in tracks.values() if t.kind == "thread" and t.pid == pid
+                     and name.startswith(t.name + " ")]
+            tracks[(pid, tid)] = Track((pid, tid), owner[0].uuid if owner else (pid, 0),
+                                       "named", name, None, None, None)
+        else:
+            tracks[(pid, tid)] = Track((pid, tid), 0, "thread", name, pid, tid, None)
+    return tracks
+
+
+def load_json(path):
+    """The JSON variant into the same model as load_perfetto's."""
+    with open(path) as f:
+        doc = json.load(f)
+    m = Model()
+    m.tracks = _json_tracks(doc)
     flows = {}
     for e in doc["traceEvents"]:
         if e["ph"] in ("s", "f"):
             flows.setdefault((e["pid"], e["tid"], round(e["ts"] * 1000)), []).append(e)
+    counters = {}
     for e in doc["traceEvents"]:
-        if e["ph"] not in ("X", "i", "C"):
-            continue
-        key = (e["pid"], e.get("tid", 0))
-        if key not in m.tracks:
-            m.tracks[key] = Track(key, None, "json", names.get(key, ""), e["pid"],
-                                  e.get("tid", 0), None)
-        ts = round(e["ts"] * 1000)
+        key, ts = (e["pid"], e.get("tid", 0)), round(e.get("ts", 0) * 1000)
         if e["ph"] == "C":
-            m.counters.append((key, ts, e["args"]["value"], e["name"]))
-            continue
-        fl = flows.get((e["pid"], e.get("tid", 0), ts), [])
-        m.slices.append(Slice(key, ts, round(e.get("dur", 0) * 1000), e["name"],
-                              e.get("cat", ""), e.get("args", {}), e["ph"] == "i", 0,
-                              [f["id"] for f in fl if f["ph"] == "s"],
-                              [f["id"] for f in fl if f["ph"] == "f"]))
+            if e["name"] not in counters:
+                unit = "UNIT_SIZE_BYTES" if e["name"].split("{")[0].endswith("_bytes") else ""
+                counters[e["name"]] = Track(("C", e["name"]), (e["pid"], 0) if e["pid"] else 0,
+                                            "counter", e["name"], None, None, unit)
+                m.tracks[counters[e["name"]].uuid] = counters[e["name"]]
+            m.counters.append((counters[e["name"]].uuid, ts, e["args"]["value"]))
+        elif e["ph"] in ("X", "i"):
+            fl = flows.get((e["pid"], e.get("tid", 0), ts), [])
+            # a flow's source is written as a zero-length "X" (JSON flows
+            # bind to slices); it stands for an instant
+            instant = e["ph"] == "i" or (e.get("dur", 0) == 0 and
+                                         any(f["ph"] == "s" for f in fl))
+            m.slices.append(Slice(key, ts, round(e.get("dur", 0) * 1000), e["name"],
+                                  e.get("cat", ""), e.get("args", {}), instant, None,
+                                  [f["id"] for f in fl if f["ph"] == "s"],
+                                  [f["id"] for f in fl if f["ph"] == "f"]))
     return m, doc
 
 
