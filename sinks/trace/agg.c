@@ -155,8 +155,8 @@ void agg_event(struct agg *a, const struct nt_event_hdr *ev,
 	case TR_HOST_SLICE: {
 		const char *name = tr_event_name(c, ev, &len);
 		const char *stack = tr_field_str(ev, c->stack, &slen);
-		if (c->enter)
-			break; /* its return is counted */
+		if (c->enter || (!c->api_name && !c->name))
+			break; /* its return is counted; not a named call */
 		stat_add(&a->apis, name, len, tr_field_uint(ev, c->duration));
 		if (stack && slen)
 			flame_add(&a->calls, NULL, stack, slen, c->stack_leaf_first,

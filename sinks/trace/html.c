@@ -23,7 +23,8 @@ static const char page_css[] =
 	"table{border-collapse:collapse;margin:8px 0}td,th{padding:2px 8px;"
 	"border-bottom:1px solid #eee;text-align:left;vertical-align:top}"
 	"td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
-	"pre{background:#f6f6f6;padding:6px;overflow-x:auto;max-width:1200px}"
+	"pre{background:#f6f6f6;padding:6px;max-width:1200px;white-space:pre-wrap;"
+	"overflow-wrap:anywhere}"
 	".sev2{color:#b00;font-weight:bold}.sev1{color:#b60}.sev0{color:#06b}"
 	"svg.flame text{font:11px monospace;fill:#000;pointer-events:none}"
 	"svg.flame g.f{cursor:pointer}svg.flame g.f:hover rect{stroke:#000;stroke-width:.5}"
@@ -276,9 +277,10 @@ static void chart_axes(struct nt_buf *b, uint64_t t0, uint64_t t1, double vmax)
 		bytes_text(b, vmax * i / 4.0);
 		LIT(b, "</text>");
 		double x = CHART_X + CHART_W * i / 4.0;
-		nt_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">"
-			      "%.2f s</text>", x, CHART_H + 28,
-			      (double)(t1 - t0) * i / 4.0 / 1e9);
+		nt_buf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+			      x, CHART_H + 28);
+		dur_text(b, (double)(t1 - t0) * i / 4.0);
+		LIT(b, "</text>");
 	}
 }
 
@@ -297,8 +299,11 @@ static void chart_line(struct nt_buf *b, const struct agg_series *m, uint64_t t0
 			      10 + CHART_H - m->v[j] * sy);
 		prev = m->v[j];
 	}
-	nt_buf_printf(b, "%.1f,%.1f\"/>\n", CHART_X + (double)(m->last_ts - t0) * sx,
-		      10 + CHART_H - m->last_v * sy);
+	double lx = CHART_X + (double)(m->last_ts - t0) * sx;
+	double ly = 10 + CHART_H - m->last_v * sy;
+	/* a dot on the newest value: visible even for a single sample */
+	nt_buf_printf(b, "%.1f,%.1f\"/>\n<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+		      "fill=\"%s\"/>\n", lx, ly, lx, ly, color);
 }
 
 static void memory(struct nt_buf *b, const struct agg *a)
