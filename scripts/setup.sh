@@ -15,11 +15,16 @@ packages=(
   prometheus-node-exporter bpftrace bpfcc-tools linux-perf systemd
   iproute2 procps openssl ca-certificates
   linux-headers-amd64   # bcc tools (memleak-bpfcc) compile against headers
+  chromium              # trace sink: its report page is checked in headless Chromium
+  nodejs                # trace sink: speedscope (npm, fetched by the test) imports its JSON
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
+# npm: Debian's package, unless a node distribution that ships its own npm
+# (NodeSource's nodejs) is installed; the two conflict.
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

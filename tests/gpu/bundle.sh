@@ -6,16 +6,18 @@
 # then, on the device machine (carry [".device"]):
 #   . .device/env.sh; tests/gpu/cuda_validate.sh .device "$OUT"
 #   . .device/env.sh; tests/gpu/cupti.sh .device "$OUT"
+#   . .device/env.sh; tests/gpu/trace.sh .device "$OUT"
 set -euo pipefail
 B=${1:-/tmp/gpubuild}
 S=$(mktemp -d /tmp/gpubundle.XXXXXX)
 trap 'rm -rf "$S"' EXIT
 # ALL=1: every plugin (tests/gpu/training_conf.sh); else what the cuda,
-# detectors, python and nvlink checks need.
-if [ "${ALL:-0}" = 1 ]; then plugins=all; else plugins=cuda,nvlink,python,stdout,file; fi
+# detectors, python, nvlink and trace checks need.
+if [ "${ALL:-0}" = 1 ]; then plugins=all; else plugins=cuda,nvlink,python,stdout,file,trace; fi
 [ -f "$B/build.ninja" ] || meson setup "$B" -Dplugins=$plugins >/dev/null
 ninja -C "$B" >/dev/null
-mkdir -p "$S/core" "$S/plugins/cuda/detectors" "$S/plugins/python" "$S/plugins/nvlink" "$S/sinks/file" "$S/sinks/stdout"
+mkdir -p "$S/core" "$S/plugins/cuda/detectors" "$S/plugins/python" "$S/plugins/nvlink" "$S/sinks/file" \
+	"$S/sinks/stdout" "$S/sinks/trace"
 cp "$B/core/ntcore" "$S/core/"
 cp "$B/plugins/cuda/cuda.so" "$B/plugins/cuda/cuda_libinfo" "$S/plugins/cuda/"
 # cuda_gpu finds its CUPTI injection library next to itself
@@ -25,6 +27,7 @@ cp "$B/plugins/python/python.so" "$S/plugins/python/"
 cp "$B/plugins/nvlink/nvlink.so" "$S/plugins/nvlink/"
 cp "$B/sinks/file/file.so" "$S/sinks/file/"
 cp "$B/sinks/stdout/stdout.so" "$S/sinks/stdout/"
+cp "$B/sinks/trace/trace.so" "$S/sinks/trace/"
 if [ "${ALL:-0}" = 1 ]; then
 	for p in sched mem io net; do
 		mkdir -p "$S/plugins/$p" && cp "$B/plugins/$p/$p.so" "$S/plugins/$p/"
