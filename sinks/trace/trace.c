@@ -160,10 +160,14 @@ static void trace_consume(void *state, const struct nt_event_hdr *ev,
 	}
 	if (ts->cfg->report)
 		agg_event(&ts->run, ev, c);
-	if (ts->flight)
+	if (ts->flight) {
 		keep(ts, ev, schema);
-	else if (ts->f.fd >= 0)
+	} else if (ts->f.fd >= 0) {
 		plain_event(ts, ev, c);
+	} else { /* no file (a part could not be created) */
+		ts->host->count_drop(ts->inst, "trace", 1);
+		ts->lost++;
+	}
 	if (c->kind == TR_ALERT)
 		on_alert(ts, ev, c);
 }

@@ -9,6 +9,7 @@
 #     every timed call a slice of its name, start and duration (checked
 #     against the same run's JSON Lines), launches per kernel exactly,
 #     nesting, the device-memory counter; the report page names the frames
+#  2b. the sched probe's switch events: on-CPU slices, exact
 #  3. plain mode's size rotation: each part a complete trace on its own
 #  4. config errors: FILE:LINE and exit 2
 # Arg 1: build root.
@@ -73,6 +74,20 @@ CONF
 	echo "ok - cuda workload: every call a slice with its name and times, launches per kernel, counter"
 else
 	fail "the fixture CUDA workload is not built (CUDA toolkit headers needed; set CUDA_HOME)"
+fi
+
+# ---- 2b. scheduler on-CPU slices ----------------------------------------------
+if [ -f "$B/plugins/sched/sched.so" ]; then
+	mkdir -p "$T/sc"
+	cat > "$T/sc.conf" <<CONF
+plugins = (
+  { plugin = "sched"; switch_events = true; },
+  { plugin = "trace"; dir = "$T/sc"; prefix = "sc"; report = false; }
+);
+CONF
+	ntcore sc -- sh -c 'for i in 1 2 3 4 5; do sleep 0.01; done'
+	"$PY" "$TR/check_sched.py" "$T"/sc/sc-*.pftrace || fail "sched: on-CPU slices"
+	echo "ok - sched.switch: one oncpu slice per switch, exact, on the thread's child track"
 fi
 
 # ---- 3. rotation --------------------------------------------------------
