@@ -252,6 +252,12 @@ void dump_now_sync(struct trace_sink *ts, const char *reason)
 	uint64_t bytes = 0;
 	char path[4200];
 
+	if (ts->seq >= (uint64_t)ts->cfg->max_dumps) {
+		trace_count(ts, ts->m_dumps, "over_max_dumps", 1);
+		ts->host->log(ts->inst, NT_LOG_WARN, "max_dumps (%lld) reached: the %s "
+			      "dump is not written", (long long)ts->cfg->max_dumps, reason);
+		return;
+	}
 	ts->seq++;
 	int err = dump_write(ts, reason, strcmp(reason, "exit") == 0 ? &ts->run : NULL,
 			     &bytes, path, sizeof(path));

@@ -100,7 +100,7 @@ static void comm_str(char *out, const char *comm)
 
 /* A process track is named by the comm of the first event seen of it,
  * and renamed (described again) by the first of its main thread, whose
- * comm is the process's. `described` marks a track so named. */
+ * comm is the process's. */
 static struct tl_track *process_track(struct render *r, uint32_t pid,
 				      uint32_t tid, const char *comm)
 {
@@ -111,15 +111,15 @@ static struct tl_track *process_track(struct render *r, uint32_t pid,
 	comm_str(name, comm);
 	if (!*name)
 		snprintf(name, sizeof(name), "pid %u", pid);
-	if (t && !t->described && tid == pid && *comm) {
+	if (t && !t->named_by_main && tid == pid && *comm) {
 		strcpy((char *)t->name, name);
-		t->described = true;
+		t->named_by_main = true;
 		r->ops->track(r->w, r->buf, t);
 	}
 	if (t)
 		return t;
 	struct tl_track proto = {.kind = TL_PROCESS, .pid = pid, .jpid = pid,
-				 .described = tid == pid && *comm};
+				 .named_by_main = tid == pid && *comm};
 	return track_add(r, &k, &proto, name);
 }
 

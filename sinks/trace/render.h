@@ -5,7 +5,7 @@
  * stream, child tracks for state slices and samples, an "Alerts" track,
  * counter tracks per metric series; flows from launches to device slices;
  * calls still open at the end drawn to the end. One `struct render` writes
- * one file: render_begin .. render_finish; every track is described in the
+ * one file: render_begin .. render_end; every track is described in the
  * file before its first use.
  */
 #ifndef NTCORE_TRACE_RENDER_H

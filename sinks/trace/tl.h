@@ -35,7 +35,7 @@ struct tl_track {
 	uint32_t jpid, jtid;
 	const char *name;  /* owned by the renderer */
 	const char *unit;  /* counters: "bytes", "ns", "" */
-	bool described;
+	bool named_by_main; /* a process track named by its main thread */
 };
 
 enum tl_arg_type { TLA_UINT = 1, TLA_INT, TLA_DOUBLE, TLA_BOOL, TLA_STR };
