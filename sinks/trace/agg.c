@@ -103,6 +103,8 @@ static void add_device(struct agg *a, const struct nt_event_hdr *ev,
 	const char *stack = tr_field_str(ev, c->py_stack, &slen);
 	bool leaf_first = false;
 
+	if (!c->launch_ts)
+		return; /* not work launched onto the GPU (a wait): no GPU time */
 	stat_add(&a->kernels, name, len, dur);
 	if (!stack || !slen) {
 		stack = tr_field_str(ev, c->stack, &slen);

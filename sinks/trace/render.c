@@ -346,10 +346,17 @@ static void draw_device(struct render *r, const struct nt_event_hdr *ev,
 
 	s->ts = start;
 	s->dur = end > start ? end - start : 0;
-	s->track = c->device && c->stream
-			   ? stream_track(r, (int32_t)tr_field_uint(ev, c->device),
-					  tr_field_uint(ev, c->stream))
-			   : thread_track(r, ev);
+	if (c->device && c->stream) {
+		struct tl_track *st = stream_track(r, (int32_t)tr_field_uint(ev, c->device),
+						   tr_field_uint(ev, c->stream));
+		/* Work launched onto the stream (the schema has launch_ts_ns)
+		 * runs in stream order; anything else (a synchronisation seen on
+		 * the stream) may overlap it: a child track of its own, so that
+		 * slices on one track always nest. */
+		s->track = st && !c->launch_ts ? child_track(r, st, c->schema->name) : st;
+	} else {
+		s->track = thread_track(r, ev);
+	}
 	if (!launch || !ev->tid || !ev->pid)
 		return;
 	struct tl_slice from = {.track = thread_track(r, ev), .ts = launch,

@@ -89,6 +89,11 @@ def check_gpu(m, main, gpu, T, n):
     expect("stream 21", [(s.name, s.ts - T, s.dur, s.flow_in)
                          for s in m.on(streams["stream 21"])],
            [("nccl_allreduce", 3000000, 500000, [])])
+    # a wait on stream 7 overlapping its first kernel: a child track
+    waits = m.children(streams["stream 7"])
+    expect("stream 7 child tracks", [t.name for t in waits], ["stream 7 cuda.sync_exec"])
+    expect("wait slices", [(s.name, s.ts - T, s.dur) for w in waits for s in m.on(w)],
+           [("cudaStreamSynchronize", 25000, 35000)])
     fl = ptrace.flows(m)
     expect("flows", len(fl), n + 1)
     for f, (src, dst) in fl.items():

@@ -235,7 +235,11 @@ def _json_tracks(doc):
             tracks[(pid, 0)] = Track((pid, 0), 0, kind, name,
                                      pid if kind == "process" else None, 0, None)
         elif pid >= JPID_GPU:
-            tracks[(pid, tid)] = Track((pid, tid), (pid, 0), "named", name, None, None, None)
+            # a stream, or a child track "<stream name> <what>" of one
+            owner = [t for t in tracks.values() if t.parent == (pid, 0) and
+                     tid >= JTID_CHILD and name.startswith(t.name + " ")]
+            tracks[(pid, tid)] = Track((pid, tid), owner[0].uuid if owner else (pid, 0),
+                                       "named", name, None, None, None)
         elif tid >= JTID_CHILD:
             owner = [t for t in tracks.values() if t.kind == "thread" and t.pid == pid
                      and name.startswith(t.name + " ")]
