@@ -74,7 +74,7 @@ plugins = (
   { plugin = "file"; path = "$T/hello.jsonl"; }
 );
 C
-env -u NTCORE_PLUGIN_PATH "$P/bin/ntcore" --list-plugins | grep -E "^  hello +probe +1\.2"
+env -u NTCORE_PLUGIN_PATH "$P/bin/ntcore" --list-plugins | grep -E "^  hello +probe +1\.[0-9]+ "
 env -u NTCORE_PLUGIN_PATH "$P/bin/ntcore" -c "$T/hello.conf" -- sh -c '/bin/true; /bin/true; exec /bin/echo hi' >"$T/run.log" 2>&1 ||
   { cat "$T/run.log"; exit 1; }
 flavour=raw_tp
