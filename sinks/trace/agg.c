@@ -11,7 +11,7 @@ void agg_init(struct agg *a, uint32_t flame_nodes,
 	      const struct nt_strlist *mem_families)
 {
 	memset(a, 0, sizeof(*a));
-	flame_init(&a->samples, flame_nodes, "samples");
+	a->flame_nodes = flame_nodes;
 	flame_init(&a->calls, flame_nodes, "calls");
 	flame_init(&a->gpu, flame_nodes, "ns");
 	a->mem_families = mem_families;
@@ -106,11 +106,35 @@ static void add_device(struct agg *a, const struct nt_event_hdr *ev,
 	if (!c->launch_ts)
 		return; /* not work launched onto the GPU (a wait): no GPU time */
 	stat_add(&a->kernels, name, len, dur);
+	char leaf[256];
+
 	if (!stack || !slen) {
 		stack = tr_field_str(ev, c->stack, &slen);
 		leaf_first = c->stack_leaf_first;
 	}
-	flame_add(&a->gpu, NULL, stack, stack ? slen : 0, leaf_first, name, len, dur);
+	/* the device activity itself, told apart from a host frame of the
+	 * same name (a kernel's host stub) */
+	int n = snprintf(leaf, sizeof(leaf), "[gpu] %.*s", (int)len, name);
+	flame_add(&a->gpu, NULL, stack, stack ? slen : 0, leaf_first, leaf,
+		  n < 0 ? 0 : (size_t)n < sizeof(leaf) ? (size_t)n : sizeof(leaf) - 1, dur);
+}
+
+static struct flame *samples_of(struct agg *a, const struct tr_class *c)
+{
+	const char *name = c->schema->name;
+	const char *unit = c->count->unit && *c->count->unit ? c->count->unit : "count";
+
+	for (uint32_t i = 0; i < a->n_samples; i++)
+		if (strcmp(a->samples[i].schema, name) == 0)
+			return &a->samples[i].f;
+	if (a->n_samples == AGG_MAX_SAMPLE_FLAMES)
+		return NULL;
+	struct agg_samples *s = &a->samples[a->n_samples++];
+	snprintf(s->schema, sizeof(s->schema), "%s", name);
+	snprintf(s->unit, sizeof(s->unit), "%s",
+		 strcmp(unit, "count") == 0 ? "samples" : unit);
+	flame_init(&s->f, a->flame_nodes, s->unit);
+	return &s->f;
 }
 
 static void add_sample(struct agg *a, const struct nt_event_hdr *ev,
@@ -119,14 +143,19 @@ static void add_sample(struct agg *a, const struct nt_event_hdr *ev,
 	uint32_t slen = 0, tlen = 0;
 	const char *stack = tr_field_str(ev, c->stack, &slen);
 	const char *state = tr_field_str(ev, c->state, &tlen);
+	struct flame *f = samples_of(a, c);
 	char root[40];
 
+	if (!f) {
+		a->samples_over++;
+		return;
+	}
 	if (!stack)
 		return;
 	if (state && tlen)
 		snprintf(root, sizeof(root), "[%.*s]", (int)tlen, state);
-	flame_add(&a->samples, state && tlen ? root : NULL, stack, slen,
-		  c->stack_leaf_first, NULL, 0, tr_field_uint(ev, c->count));
+	flame_add(f, state && tlen ? root : NULL, stack, slen, c->stack_leaf_first,
+		  NULL, 0, tr_field_uint(ev, c->count));
 }
 
 static void add_count(struct tmap *m, const char *name)
@@ -227,7 +256,8 @@ void agg_counter(struct agg *a, uint64_t ts, const struct ctr_series *s,
 
 void agg_fini(struct agg *a)
 {
-	flame_fini(&a->samples);
+	for (uint32_t i = 0; i < a->n_samples; i++)
+		flame_fini(&a->samples[i].f);
 	flame_fini(&a->calls);
 	flame_fini(&a->gpu);
 	tmap_free(&a->kernels, free);

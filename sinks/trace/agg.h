@@ -2,8 +2,8 @@
 /*
  * What the report page shows, aggregated from events as they pass (the
  * whole run) or from the flight recorder's window (one dump): flame graphs
- * (stack samples weighted by count, host calls with a stack by call, device
- * slices by GPU time), per-name tables of device slices (kernels, copies)
+ * (stack samples weighted by count, one per sample schema; host calls with
+ * a stack by call; device slices by GPU time), per-name tables of device slices (kernels, copies)
  * and host calls (API calls), the alerts, the memory timeline (counter
  * series of the configured families), events per schema and the latest
  * text of each "*.report" schema. Every table is bounded.
@@ -22,6 +22,7 @@
 #define AGG_MAX_ALERTS 200
 #define AGG_MAX_MEM_SERIES 32
 #define AGG_MEM_POINTS 4000
+#define AGG_MAX_SAMPLE_FLAMES 8 /* sample schemas with a flame graph each */
 
 struct agg_stat {
 	uint64_t count, total_ns, max_ns;
@@ -44,8 +45,21 @@ struct agg_series {
 	double last_v;
 };
 
+/* The flame graph of one sample schema (python.stack: samples;
+ * cuda.gpu_stack: GPU microseconds): weights of different schemas are of
+ * different units, so each schema has its own. */
+struct agg_samples {
+	char schema[64];
+	char unit[24];   /* of its `count` field; "samples" for "count" */
+	struct flame f;
+};
+
 struct agg {
-	struct flame samples, calls, gpu;
+	struct agg_samples samples[AGG_MAX_SAMPLE_FLAMES];
+	uint32_t n_samples;
+	uint64_t samples_over;         /* events of further sample schemas */
+	uint32_t flame_nodes;
+	struct flame calls, gpu;
 	struct tmap kernels, apis;     /* name -> struct agg_stat */
 	struct tmap schemas;           /* schema name -> count */
 	struct tmap reports;           /* schema name -> latest text */

@@ -466,13 +466,38 @@ static void plugins(struct nt_buf *b, const struct agg *a)
 	free(reps);
 }
 
+/* One flame graph per sample schema (their weights differ in unit). */
+static void samples_sections(struct nt_buf *b, const struct agg *a)
+{
+	char title[160], id[80], what[160];
+
+	if (!a->n_samples) {
+		LIT(b, "<h2 id=\"flame-samples\">Stacks (sampled)</h2>\n"
+		       "<p class=\"empty\">No stack samples.</p>\n");
+		return;
+	}
+	for (uint32_t i = 0; i < a->n_samples; i++) {
+		const struct agg_samples *s = &a->samples[i];
+		snprintf(title, sizeof(title), "Stacks of %s", s->schema);
+		snprintf(id, sizeof(id), "flame-%s", s->schema);
+		for (char *p = id; *p; p++)
+			if (*p == '.')
+				*p = '-';
+		snprintf(what, sizeof(what), "%s stacks (weight: %s)", s->schema, s->unit);
+		/* green for weights of time (GPU us), warm for samples */
+		flame_section(b, &s->f, title, id, what, strcmp(s->unit, "samples") != 0);
+	}
+	if (a->samples_over)
+		nt_buf_printf(b, "<p>%" PRIu64 " samples of further schemas not drawn.</p>\n",
+			      a->samples_over);
+}
+
 void report_html(struct nt_buf *out, const struct agg *a,
 		 const struct report_meta *m)
 {
 	head(out, a, m);
 	alerts(out, a, m);
-	flame_section(out, &a->samples, "CPU stacks (sampled)", "flame-samples",
-		      "stack samples (weight: samples)", false);
+	samples_sections(out, a);
 	flame_section(out, &a->gpu, "GPU time by stack", "flame-gpu",
 		      "device activity (weight: GPU nanoseconds)", true);
 	flame_section(out, &a->calls, "Calls by stack", "flame-calls",

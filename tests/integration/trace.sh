@@ -9,6 +9,8 @@
 #     every timed call a slice of its name, start and duration (checked
 #     against the same run's JSON Lines), launches per kernel exactly,
 #     nesting, the device-memory counter; the report page names the frames
+#  2a. the cuda_gpu plugin on the fixture (stand-in CUPTI): device slices
+#     per kernel name and duration, flows from every joined launch
 #  2b. the sched probe's switch events: on-CPU slices, exact
 #  3. plain mode's size rotation: each part a complete trace on its own
 #  4. config errors: FILE:LINE and exit 2
@@ -74,6 +76,26 @@ CONF
 	echo "ok - cuda workload: every call a slice with its name and times, launches per kernel, counter"
 else
 	fail "the fixture CUDA workload is not built (CUDA toolkit headers needed; set CUDA_HOME)"
+fi
+
+# ---- 2a. GPU activity from the cuda_gpu plugin (stand-in CUPTI) ----------------
+if [ -f "$FX/cuda_gpu.so" ] && [ -x "$FX/cuda_gpu_workload" ]; then
+	mkdir -p "$T/g"
+	cat > "$T/g.conf" <<CONF
+plugins = (
+  { plugin = "cuda"; launch_events = true; stacks = true; },
+  { plugin = "cuda_gpu"; },
+  { plugin = "trace"; dir = "$T/g"; prefix = "gpu"; },
+  { plugin = "file"; path = "$T/g/events.jsonl"; }
+);
+CONF
+	(unset LD_LIBRARY_PATH CUDA_INJECTION64_PATH NTCORE_CUPTI_PATH
+	 ntcore g -- "$FX/cuda_gpu_workload" "$FX/libcudart.so.13" steps 50)
+	"$PY" "$TR/check_gpu.py" "$T"/g/gpu-*.pftrace "$T/g/events.jsonl" 50 || fail "cuda_gpu"
+	for frame in forward backward fwd_gemm "bwd_gemm(float*, int)"; do
+		grep -qF "<title>$frame (" "$T"/g/gpu-*.html || fail "cuda_gpu: report lacks GPU frame $frame"
+	done
+	echo "ok - cuda_gpu: kernels, copies, sets on stream tracks with flows from their launches, waits apart"
 fi
 
 # ---- 2b. scheduler on-CPU slices ----------------------------------------------

@@ -38,12 +38,12 @@ page() {
 			legend: [...document.querySelectorAll('ul.legend li')].map(x => x.textContent),
 			title: document.title})" \
 		--eval "(() => {
-			const g = [...document.querySelectorAll('#flame-samples + p + div + svg g.f')]
+			const g = [...document.querySelectorAll('#flame-gpufx-stack + p + div + svg g.f')]
 				.find(g => g.querySelector('title').textContent.startsWith('forward ('));
 			if (!g) return 'no frame forward';
 			g.dispatchEvent(new MouseEvent('click', {bubbles: true}));
 			const w = +g.querySelector('rect').getAttribute('width');
-			const back = [...document.querySelectorAll('#flame-samples + p + div + svg g.f')]
+			const back = [...document.querySelectorAll('#flame-gpufx-stack + p + div + svg g.f')]
 				.find(g => g.querySelector('title').textContent.startsWith('backward ('));
 			return 'forward ' + w + ' backward ' + (back ? back.style.display : 'missing');
 		})()" > "$T/$name.dom" || fail "$name: chromium failed"
@@ -71,8 +71,8 @@ errs = []
 if r["errors"] or r["dialogs"] or not r["loaded"]:
     errs.append(f"errors {r['errors']} dialogs {r['dialogs']} loaded {r['loaded']}")
 want = {"all", "[cpu]", "main", "train_step", "forward", "backward", "launch"}
-want |= {"vector_add", "gemm_kernel<float, 128>", "softmax", "nccl_allreduce", "memcpy HtoD",
-         "train.py:main", "model.forward"}
+want |= {"[gpu] vector_add", "[gpu] gemm_kernel<float, 128>", "[gpu] softmax",
+         "[gpu] nccl_allreduce", "[gpu] memcpy HtoD", "train.py:main", "model.forward"}
 missing = want - set(dom["frames"])
 if missing:
     errs.append(f"frames missing: {sorted(missing)}")
