@@ -2,10 +2,11 @@
 # The trace sink on a real PyTorch training run (GPU machine):
 #   . .device/env.sh; bash tests/gpu/trace.sh [BUNDLE] [OUTDIR]
 # (BUNDLE: built by tests/gpu/bundle.sh, which includes the trace sink).
-# 1. plain mode: the run traced as Perfetto and as JSON at once; per kernel
-#    name, the launch instants in each trace equal the cuda probe's launch
-#    counts (and, when a CUPTI plugin publishes cuda.kernel_exec, so do the
-#    device slices); prints the traces' size per second of run.
+# 1. plain mode (cuda probe with launch events, cuda_gpu for GPU activity,
+#    python probe): the run traced as Perfetto and as JSON at once; per
+#    kernel name, the launch instants in each trace and the device slices
+#    (cuda.kernel_exec) equal the cuda probe's launch counts, and every
+#    joined kernel has its flow; prints the traces' size per second of run.
 # 2. flight mode: SIGUSR1 halfway writes the recorder while the job runs;
 #    the dump decodes and holds launches; the time the dump took.
 # Writes trace.log, trace-check.json, flight.log and the report pages to
@@ -52,6 +53,7 @@ PYEOF
 cat > "$W/plain.conf" <<CONF
 plugins = (
   { plugin = "cuda"; launch_events = true; },
+  { plugin = "cuda_gpu"; },
   { plugin = "python"; },
   { plugin = "trace"; dir = "$W"; prefix = "pf"; },
   { plugin = "trace"; name = "tj"; dir = "$W"; prefix = "js"; format = "json"; report = false; },
@@ -75,6 +77,7 @@ secs=$(grep -o 'RUN_S=[0-9.]*' "$W/plain.out" | cut -d= -f2)
 cat > "$W/flight.conf" <<CONF
 plugins = (
   { plugin = "cuda"; launch_events = true; },
+  { plugin = "cuda_gpu"; },
   { plugin = "python"; },
   { plugin = "trace"; mode = "flight"; dir = "$W/fl"; prefix = "fl"; window_s = 10; }
 );

@@ -65,7 +65,9 @@ def annotation(a, tabs):
             val = v.decode("utf-8", "replace")
         elif f == 17:
             val = tabs[29].get(v)
-        elif f in (2, 3, 4):
+        elif f == 4:  # int64: two's complement in the varint
+            val = v - (1 << 64) if v >= 1 << 63 else v
+        elif f in (2, 3):
             val = v
     return name, val
 
@@ -116,6 +118,11 @@ def main(pf, js, jsonl, secs, out):
                               if t == 1 and "correlation" in a and "launch_ts_ns" in a
                               and "grid_x" in a)
     joined_flows = sum(1 for t, _, n, a, _, fin in events if t == 1 and fin)
+    joined = sum(1 for t, _, n, a, _, fin in events if t == 1 and "grid_x" in a
+                 and a.get("launch_ts_ns"))
+    if dev and sum(1 for t, _, n, a, _, fin in events
+                   if t == 1 and "grid_x" in a and a.get("launch_ts_ns") and fin) != joined:
+        errs.append(f"joined kernels without a flow: {joined} joined")
     doc = json.load(open(js))
     jinst = collections.Counter(e["args"].get("kernel") for e in doc["traceEvents"]
                                 if e["ph"] == "i" and "Launch" in e["name"] and
@@ -133,7 +140,8 @@ def main(pf, js, jsonl, secs, out):
     import os
     res = {"kernels": len(named), "launches": sum(named.values()),
            "perfetto_launch_instants": sum(inst.values()), "device_slices": sum(dev.values()),
-           "flows_into_device_slices": joined_flows, "tracks": len(tracks),
+           "flows_into_device_slices": joined_flows, "joined_kernels": joined,
+           "tracks": len(tracks),
            "perfetto_bytes": os.path.getsize(pf), "json_bytes": os.path.getsize(js),
            "run_s": secs,
            "perfetto_bytes_per_s": os.path.getsize(pf) / secs,
