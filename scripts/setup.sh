@@ -14,7 +14,8 @@ packages=(
   check valgrind python3-grpcio python3-protobuf prometheus
   prometheus-node-exporter bpftrace bpfcc-tools linux-perf systemd
   iproute2 procps openssl ca-certificates
-  linux-headers-amd64   # bcc tools (memleak-bpfcc) compile against headers
+  # bcc tools (memleak-bpfcc) compile against headers: this machine's flavour
+  "linux-headers-$(dpkg --print-architecture)"   # -amd64, -arm64
 )
 missing=()
 for p in "${packages[@]}"; do
