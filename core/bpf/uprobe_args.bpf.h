@@ -15,11 +15,10 @@
 #ifndef NTCORE_UPROBE_ARGS_BPF_H
 #define NTCORE_UPROBE_ARGS_BPF_H
 
-#if defined(__TARGET_ARCH_x86)
-#elif defined(__TARGET_ARCH_arm64)
+#if defined(__TARGET_ARCH_arm64)
 #define NT_PT_REGS_PARM7(x) (((const struct user_pt_regs *)(x))->regs[6])
 #define NT_PT_REGS_PARM8(x) (((const struct user_pt_regs *)(x))->regs[7])
-#else
+#elif !defined(__TARGET_ARCH_x86)
 #error "uprobe_args.bpf.h: no calling convention for this __TARGET_ARCH"
 #endif
 
