@@ -14,7 +14,8 @@ packages=(
   check valgrind python3-grpcio python3-protobuf prometheus
   prometheus-node-exporter bpftrace bpfcc-tools linux-perf systemd
   iproute2 procps openssl ca-certificates
-  linux-headers-amd64   # bcc tools (memleak-bpfcc) compile against headers
+  # bcc tools (memleak-bpfcc) compile against headers: this machine's flavour
+  "linux-headers-$(dpkg --print-architecture)"   # -amd64, -arm64
   chromium              # trace sink: its report page is checked in headless Chromium
   nodejs                # trace sink: speedscope (npm, fetched by the test) imports its JSON
 )

@@ -10,8 +10,16 @@ obj=${out%.skel.h}.o
 name=$(basename "$in" .bpf.c)
 # clang -target bpf searches no multiarch directory, so <linux/errno.h>'s
 # <asm/errno.h> (in /usr/include/x86_64-linux-gnu on Debian) is not found.
-# Hand it the host compiler's own system directories, after ours.
-sys_includes=$("$clang" -v -E - </dev/null 2>&1 |
+# Hand it the system directories clang uses for the machine the programs
+# will run on (ARCH, which differs from the build machine's in a cross
+# build: /usr/include/aarch64-linux-gnu from linux-libc-dev:arm64), after
+# ours.
+case $arch in
+x86) triple=x86_64-linux-gnu ;;
+arm64) triple=aarch64-linux-gnu ;;
+*) triple=$("$clang" -print-target-triple) ;;
+esac
+sys_includes=$("$clang" --target="$triple" -v -E - </dev/null 2>&1 |
 	sed -n '/<\.\.\.> search starts here:/,/End of search list/s|^ \(/.*\)|-idirafter \1|p')
 "$clang" -g -O2 -target bpf -D__TARGET_ARCH_"$arch" -Wall -Werror \
 	-Wno-unused-function -MD -MF "$dep" -MT "$out" "$@" $sys_includes -c "$in" -o "$obj"

@@ -29,7 +29,7 @@
 
 #include "common.bpf.h"
 #include "cuda_raw.h"
-
+#include "uprobe_args.bpf.h" /* arguments 7.. per arch */
 
 const volatile bool stacks_on = false;
 const volatile bool launch_events = false;
@@ -262,8 +262,7 @@ int call_enter(struct pt_regs *ctx)
 
 		if (n > 4)
 			n = 4;
-		bpf_probe_read_user(rc->sarg, n * 8,
-				    (void *)(PT_REGS_SP(ctx) + 8));
+		nt_uprobe_args_from7(ctx, rc->sarg, n);
 	}
 	rc->out[0] = rc->out[1] = 0;
 	if ((sp->flags & NT_CUDA_SPEC_DEREF) && sp->deref_arg) {
@@ -477,8 +476,7 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 		rl->block[0] = (__u32)b01;
 		rl->block[1] = b01 >> 32;
 		rl->block[2] = (__u32)b2;
-		bpf_probe_read_user(st, sizeof(st),
-				    (void *)(PT_REGS_SP(ctx) + 8));
+		nt_uprobe_args_from7(ctx, st, 2);
 		rl->shared_mem = (__u32)st[0];
 		rl->stream = st[1];
 	} else if (kind == L_DRV) {
@@ -490,8 +488,7 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 		rl->grid[2] = (__u32)PT_REGS_PARM4(ctx);
 		rl->block[0] = (__u32)PT_REGS_PARM5(ctx);
 		rl->block[1] = (__u32)PT_REGS_PARM6(ctx);
-		bpf_probe_read_user(st, sizeof(st),
-				    (void *)(PT_REGS_SP(ctx) + 8));
+		nt_uprobe_args_from7(ctx, st, 3);
 		rl->block[2] = (__u32)st[0];
 		rl->shared_mem = (__u32)st[1];
 		rl->stream = st[2];

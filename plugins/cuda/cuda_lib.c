@@ -13,16 +13,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ntcore/kit/uprobe_insn.h"
+
 const char *nt_cuda_insn_name(int insn)
 {
 	switch (insn) {
 	case NT_CUDA_INSN_PUSH: return "push (emulated)";
 	case NT_CUDA_INSN_ENDBR: return "endbr64+push (probe after endbr64)";
 	case NT_CUDA_INSN_OTHER: return "other (single-stepped)";
+	case NT_CUDA_INSN_SIMULATED: return "branch/adr (simulated)";
 	default: return "unknown";
 	}
 }
 
+#if defined(__aarch64__)
+int nt_cuda_insn_classify(const uint8_t *b, size_t n, uint64_t *skip)
+{
+	char text[48];
+
+	*skip = 0;
+	switch (nt_uprobe_insn_a64(b, n, text, sizeof(text))) {
+	case NT_UPROBE_INSN_SIMULATED: return NT_CUDA_INSN_SIMULATED;
+	case NT_UPROBE_INSN_STEPPED:
+	case NT_UPROBE_INSN_REFUSED: return NT_CUDA_INSN_OTHER;
+	default: return NT_CUDA_INSN_UNKNOWN;
+	}
+}
+#elif defined(__x86_64__)
 static bool is_push(const uint8_t *b, size_t n)
 {
 	if (n >= 1 && b[0] >= 0x50 && b[0] <= 0x57)
@@ -44,6 +61,15 @@ int nt_cuda_insn_classify(const uint8_t *b, size_t n, uint64_t *skip)
 	}
 	return n ? NT_CUDA_INSN_OTHER : NT_CUDA_INSN_UNKNOWN;
 }
+#else
+int nt_cuda_insn_classify(const uint8_t *b, size_t n, uint64_t *skip)
+{
+	(void)b;
+	(void)n;
+	*skip = 0;
+	return NT_CUDA_INSN_UNKNOWN; /* not decoded on this instruction set */
+}
+#endif
 
 /* File offset of a virtual address, through the section holding it. */
 static bool vaddr_to_off(Elf *e, GElf_Sym *s, uint64_t *off)

@@ -20,6 +20,8 @@ enum nt_cuda_insn {
 	NT_CUDA_INSN_PUSH = 1,     /* push %reg: emulated, cheap */
 	NT_CUDA_INSN_ENDBR = 2,    /* endbr64 then push: probe placed after it */
 	NT_CUDA_INSN_OTHER = 3,    /* single-stepped: expensive */
+	NT_CUDA_INSN_SIMULATED = 4,/* arm64: a branch or adr(p) the kernel
+				    * simulates (kit/uprobe_insn.h) */
 };
 
 struct nt_cuda_sym {
@@ -37,7 +39,9 @@ struct nt_cuda_sym {
  */
 int nt_cuda_elf_lookup(const char *path, struct nt_cuda_sym *syms, size_t n);
 
-/* Classify the first instruction bytes (at least 8 readable). */
+/* Classify the first instruction bytes (at least 8 readable) for this
+ * machine: x86-64 (push, endbr64+push) or AArch64 (simulated or stepped;
+ * *skip stays 0: a uretprobe must sit on the entry). */
 int nt_cuda_insn_classify(const uint8_t *b, size_t n, uint64_t *skip);
 const char *nt_cuda_insn_name(int insn);
 

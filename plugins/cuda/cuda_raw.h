@@ -44,7 +44,8 @@ struct nt_cuda_spec {
 	uint8_t family;   /* enum nt_cuda_family */
 	uint8_t layer;    /* enum nt_cuda_layer */
 	uint8_t flags;    /* enum nt_cuda_spec_flags */
-	uint8_t nstack;   /* stack-passed args to copy (args 7..), at most 4 */
+	uint8_t nstack;   /* args past the 6th to copy (7..), at most 4: on the
+			   * stack on x86-64, x6, x7 then stack on arm64 */
 	uint8_t out_arg;  /* 1-based arg holding a pointer whose u64 pointee is read at return */
 	uint8_t out2_arg; /* a second one (cudaMallocPitch's pitch), 0 none */
 	uint8_t deref_arg;/* 1-based arg for NT_CUDA_SPEC_DEREF / _KNAME */
@@ -61,7 +62,7 @@ struct nt_cuda_raw_call {
 	int32_t device;          /* thread's current device, -1 unknown */
 	uint64_t ret;            /* return register */
 	uint64_t arg[6];
-	uint64_t sarg[4];        /* stack-passed args 7..10 */
+	uint64_t sarg[4];        /* args 7..10 (uprobe_args.bpf.h) */
 	uint64_t out[2];         /* pointees of out_arg / out2_arg after return */
 	uint8_t blob[NT_CUDA_BLOB];
 	uint32_t nframes;

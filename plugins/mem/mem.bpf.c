@@ -109,6 +109,13 @@ struct mm_struct___old {
 	struct mm_rss_stat___old rss_stat;
 } __attribute__((preserve_access_index));
 
+/* From 6.2 on, one percpu_counter per member. Spelled here rather than
+ * taken from vmlinux.h so the program compiles against either header (the
+ * arm64 one is Debian 12's 6.1). */
+struct mm_struct___new {
+	struct percpu_counter rss_stat[MEM_NR_MEMBERS];
+} __attribute__((preserve_access_index));
+
 static __always_inline __u64 mm_counter(struct mm_struct *mm, int member)
 {
 	long v = 0;
@@ -126,11 +133,13 @@ static __always_inline __u64 mm_counter(struct mm_struct *mm, int member)
 		/* percpu_counter: `count` is the folded value the kernel's own
 		 * get_mm_counter() reads; per-CPU deltas below the batch are
 		 * not in it yet. */
+		struct mm_struct___new *cur = (void *)mm;
+
 		switch (member) {
-		case 0: bpf_core_read(&v, sizeof(v), &mm->rss_stat[0].count); break;
-		case 1: bpf_core_read(&v, sizeof(v), &mm->rss_stat[1].count); break;
-		case 2: bpf_core_read(&v, sizeof(v), &mm->rss_stat[2].count); break;
-		default: bpf_core_read(&v, sizeof(v), &mm->rss_stat[3].count); break;
+		case 0: bpf_core_read(&v, sizeof(v), &cur->rss_stat[0].count); break;
+		case 1: bpf_core_read(&v, sizeof(v), &cur->rss_stat[1].count); break;
+		case 2: bpf_core_read(&v, sizeof(v), &cur->rss_stat[2].count); break;
+		default: bpf_core_read(&v, sizeof(v), &cur->rss_stat[3].count); break;
 		}
 	}
 	return v > 0 ? (__u64)v : 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mem.h"
+#include "ntcore/kit/uprobe_insn.h"
 
 /* ------------------------------------------------------------------ */
 /* Allocator functions                                                 */
@@ -266,12 +267,43 @@ void mem_insn_decode(const uint8_t *p, size_t n, struct mem_insn *o)
 	}
 }
 
+/* AArch64: the entry, simulated or stepped as the kernel will run it. */
+static void choose_attach_a64(const uint8_t *code, size_t n,
+			      struct mem_attach_point *out)
+{
+	char text[sizeof(out->first.text)];
+	int cls = nt_uprobe_insn_a64(code, n, text, sizeof(text));
+
+	out->first.len = cls < 0 ? 0 : 4;
+	out->first.cls = cls == NT_UPROBE_INSN_SIMULATED ? MEM_INSN_EMULATED
+							 : MEM_INSN_UNKNOWN;
+	snprintf(out->first.text, sizeof(out->first.text), "%.28s%s", text,
+		 cls == NT_UPROBE_INSN_REFUSED ? " (refused)" : "");
+	out->at = out->first;
+	out->emulated = cls == NT_UPROBE_INSN_SIMULATED;
+}
+
 void mem_choose_attach(const uint8_t *code, size_t n, bool allow_skip,
 		       struct mem_attach_point *out)
+{
+	mem_choose_attach_isa(MEM_ISA_HOST, code, n, allow_skip, out);
+}
+
+void mem_choose_attach_isa(int isa, const uint8_t *code, size_t n,
+			   bool allow_skip, struct mem_attach_point *out)
 {
 	size_t off = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (isa == MEM_ISA_AARCH64) {
+		choose_attach_a64(code, n, out);
+		return;
+	}
+	if (isa != MEM_ISA_X86_64) {
+		snprintf(out->first.text, sizeof(out->first.text), "(not decoded)");
+		out->at = out->first;
+		return;
+	}
 	mem_insn_decode(code, n, &out->first);
 	out->at = out->first;
 	out->emulated = out->first.cls == MEM_INSN_EMULATED;

@@ -50,14 +50,34 @@ struct mem_attach_point {
 	bool emulated;              /* `at` is emulated by the kernel */
 };
 
+/* The instruction set of the code to probe: the machine's own. */
+enum mem_isa {
+	MEM_ISA_OTHER = 0, /* not decoded: every probe on the entry, cost unknown */
+	MEM_ISA_X86_64,
+	MEM_ISA_AARCH64,
+};
+#if defined(__x86_64__)
+#define MEM_ISA_HOST MEM_ISA_X86_64
+#elif defined(__aarch64__)
+#define MEM_ISA_HOST MEM_ISA_AARCH64
+#else
+#define MEM_ISA_HOST MEM_ISA_OTHER
+#endif
+
 /*
  * Choose where to put a uprobe in a function whose first bytes are
- * code[0..n) (n <= size of the function). With allow_skip, leading
- * skippable instructions (at most 3, within n bytes) are passed over when an
- * emulated instruction follows; otherwise the probe goes on the entry.
+ * code[0..n) (n <= size of the function), for this machine's instruction
+ * set. x86-64: with allow_skip, leading skippable instructions (at most 3,
+ * within n bytes) are passed over when an emulated instruction follows;
+ * otherwise the probe goes on the entry. AArch64: always the entry (a
+ * uretprobe must see x30 before the prologue saves it); `emulated` says
+ * whether the kernel simulates the first instruction (kit/uprobe_insn.h).
  */
 void mem_choose_attach(const uint8_t *code, size_t n, bool allow_skip,
 		       struct mem_attach_point *out);
+/* The same for a given enum mem_isa (tests read both on any machine). */
+void mem_choose_attach_isa(int isa, const uint8_t *code, size_t n,
+			   bool allow_skip, struct mem_attach_point *out);
 
 /* ---- finding the C library -------------------------------------- */
 

@@ -5,7 +5,8 @@
 #include <string.h>
 
 /* Where a call's arguments are: index 1..6 = argument register, 7..8 = the
- * first and second stack word; 0 = the call has no such argument. */
+ * 7th and 8th argument (x86-64: first and second stack word; arm64: x6,
+ * x7); 0 = the call has no such argument. */
 struct call_spec {
 	const char *name;
 	uint8_t kind;    /* K_* */
@@ -20,8 +21,15 @@ enum { K_OTHER = 0, K_COLL = 1, K_P2P = 2, K_INIT = 3 };
  *   ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream)
  *   ncclSend(sendbuff, count, datatype, peer, comm, stream)
  *   ncclCommInitRank(ncclComm_t *comm, nranks, ncclUniqueId id, rank):
- *     the 128-byte id is passed in memory, so rank takes the 3rd register.
+ *     the 128-byte id is passed in memory on x86-64, so rank takes the 3rd
+ *     register; AAPCS64 passes it by reference in the 3rd (a composite
+ *     over 16 bytes), so rank takes the 4th.
  */
+#if defined(__aarch64__)
+#define UID_RANK 4
+#else
+#define UID_RANK 3
+#endif
 static const struct call_spec specs[NVL_C_N] = {
 	[NVL_C_NONE] = { "?", K_OTHER, 0, 0, 0, 0, 0, 0, 0, 0 },
 	[NVL_C_ALLREDUCE] = { "ncclAllReduce", K_COLL, 3, 4, 5, 0, 6, 7, 0, 0 },
@@ -37,8 +45,8 @@ static const struct call_spec specs[NVL_C_N] = {
 	[NVL_C_RECV] = { "ncclRecv", K_P2P, 2, 3, 0, 4, 5, 6, 0, 0 },
 	[NVL_C_GROUPSTART] = { "ncclGroupStart", K_OTHER, 0, 0, 0, 0, 0, 0, 0, 0 },
 	[NVL_C_GROUPEND] = { "ncclGroupEnd", K_OTHER, 0, 0, 0, 0, 0, 0, 0, 0 },
-	[NVL_C_INITRANK] = { "ncclCommInitRank", K_INIT, 0, 0, 0, 0, 0, 0, 2, 3 },
-	[NVL_C_INITRANKCONFIG] = { "ncclCommInitRankConfig", K_INIT, 0, 0, 0, 0, 0, 0, 2, 3 },
+	[NVL_C_INITRANK] = { "ncclCommInitRank", K_INIT, 0, 0, 0, 0, 0, 0, 2, UID_RANK },
+	[NVL_C_INITRANKCONFIG] = { "ncclCommInitRankConfig", K_INIT, 0, 0, 0, 0, 0, 0, 2, UID_RANK },
 	[NVL_C_INITALL] = { "ncclCommInitAll", K_INIT, 0, 0, 0, 0, 0, 0, 2, 0 },
 	[NVL_C_INITSCALABLE] = { "ncclCommInitRankScalable", K_INIT, 0, 0, 0, 0, 0, 0, 2, 3 },
 	[NVL_C_FINALIZE] = { "ncclCommFinalize", K_OTHER, 0, 0, 0, 0, 1, 0, 0, 0 },

@@ -3,7 +3,8 @@
  * nvlink: what NCCL's public API means, as facts of the published nccl.h
  * (2.x): the entry points and their spellings (ncclX, and pncclX, the
  * profiling name that the system library exports as the strong symbol),
- * where each one's arguments are under the x86-64 SysV convention, the
+ * where each one's arguments are under the x86-64 SysV and AAPCS64
+ * conventions (they differ for the by-value ncclUniqueId), the
  * datatype sizes and reduction ops, and the byte conventions behind
  * algorithm and bus bandwidth (those of nccl-tests). Pure functions,
  * unit-tested.

@@ -24,6 +24,7 @@
 
 #include "common.bpf.h"
 #include "nvlink.h"
+#include "uprobe_args.bpf.h" /* arguments 7.. per arch */
 
 /* nvidia_dev_xid field offsets in the raw record (from tracefs). */
 const volatile __u32 xid_off_dev = 8;
@@ -134,8 +135,10 @@ static __always_inline bool is_init(__u32 call)
 	       call == NVL_C_INITALL || call == NVL_C_INITSCALABLE;
 }
 
-/* The ncclUniqueId of a comm init, into init_uid[tid]: by value on the
- * stack (1st stack slot), or through ncclCommInitRankScalable's pointer. */
+/* The ncclUniqueId of a comm init, into init_uid[tid]: passed by value
+ * (128 bytes), which x86-64 puts on the stack (1st stack slot) and AAPCS64
+ * (arm64) copies to memory and passes by reference in the 3rd register;
+ * or through ncclCommInitRankScalable's pointer. */
 static __always_inline void save_uid(struct pt_regs *ctx,
 				     const struct nvl_inflight *f, __u32 tid)
 {
@@ -143,8 +146,13 @@ static __always_inline void save_uid(struct pt_regs *ctx,
 	__u32 zero = 0;
 	void *src = 0;
 
-	if (f->call == NVL_C_INITRANK || f->call == NVL_C_INITRANKCONFIG)
+	if (f->call == NVL_C_INITRANK || f->call == NVL_C_INITRANKCONFIG) {
+#if defined(__TARGET_ARCH_arm64)
+		src = (void *)f->reg[2];
+#else
 		src = (void *)(PT_REGS_SP(ctx) + 8);
+#endif
+	}
 	else if (f->call == NVL_C_INITSCALABLE)
 		src = (void *)f->reg[4];
 	u = bpf_map_lookup_elem(&uid_scratch, &zero);
@@ -183,9 +191,8 @@ int nccl_enter(struct pt_regs *ctx)
 	f->reg[3] = PT_REGS_PARM4(ctx);
 	f->reg[4] = PT_REGS_PARM5(ctx);
 	f->reg[5] = PT_REGS_PARM6(ctx);
-	if (bpf_probe_read_user(f->stk, sizeof(f->stk),
-				(void *)(PT_REGS_SP(ctx) + 8)))
-		f->stk[0] = f->stk[1] = 0;
+	f->stk[0] = f->stk[1] = 0;
+	nt_uprobe_args_from7(ctx, f->stk, 2);
 	if (is_init(f->call))
 		save_uid(ctx, f, tid);
 	bpf_map_update_elem(&inflight, &tid, f, BPF_ANY);

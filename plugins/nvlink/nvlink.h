@@ -66,7 +66,8 @@ enum nvl_call {
 struct nvl_inflight {
 	__u64 ts_ns;             /* entry, CLOCK_MONOTONIC */
 	__u64 reg[6];            /* argument registers at entry */
-	__u64 stk[2];            /* 7th and 8th arguments (stack) */
+	__u64 stk[2];            /* 7th and 8th arguments (x86-64: stack;
+				  * arm64: x6, x7) */
 	__u32 call;              /* enum nvl_call of the outermost call */
 	__u32 depth;             /* nested probed calls (counted once) */
 	__u32 tgid;

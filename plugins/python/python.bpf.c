@@ -43,6 +43,10 @@ const volatile __u64 period_ns = 10101010;
 const volatile __u64 neg_ttl_ns = 500000000;
 /* The user side's own pid: never sampled. */
 const volatile __u32 self_pid = 0;
+/* pthread_self() is the thread pointer minus this: 0 on x86-64 (the FS
+ * base points at glibc's struct pthread); on arm64 struct pthread sits
+ * just below TPIDR_EL0 (TLS variant I). Measured by user space. */
+const volatile __u64 tp_to_pthread = 0;
 /* Ring wake-ups are batched: the reader is woken when this much is
  * pending (or for control records) and drains on its own tick otherwise,
  * so a sampled thread is not preempted by the reader at every record. */
@@ -188,15 +192,27 @@ static __always_inline int rd64(__u64 addr, __u64 *out)
 	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
 }
 
-static __always_inline __u64 thread_pointer(void)
+/* A thread's user thread pointer, as the kernel saved it: the FS base on
+ * x86-64, TPIDR_EL0 on arm64 (saved at each switch-out, so a thread that
+ * set it itself, as glibc's main thread does, reads 0 until it first
+ * leaves a CPU). */
+static __always_inline __u64 thread_pointer_of(struct task_struct *t)
 {
-#ifdef __TARGET_ARCH_x86
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-
+#if defined(__TARGET_ARCH_x86)
 	return BPF_CORE_READ(t, thread.fsbase);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(t, thread.uw.tp_value);
 #else
 	return 0;
 #endif
+}
+
+/* The current thread's pthread_self(), what 3.10 stores as thread_id. */
+static __always_inline __u64 current_pthread_self(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+	return thread_pointer_of(t) - tp_to_pthread;
 }
 
 /* When the current thread started (CLOCK_MONOTONIC, like bpf_ktime_get_ns). */
@@ -247,7 +263,7 @@ static __always_inline __u64 find_tstate(const struct py_proc *pp, __u32 tid,
 	__u64 id = 0;
 
 	w.o = pp->off;
-	w.want = w.o.tid_is_pthread ? thread_pointer() : tid;
+	w.want = w.o.tid_is_pthread ? current_pthread_self() : tid;
 	if (e) {
 		if (e->tstate) {
 			if (rd64(e->tstate + w.o.ts_thread_id, &id) == 0 &&
@@ -588,8 +604,9 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
-/* The threads of one process (the link's task.pid) with their FS base,
- * for user space to find which thread a 3.10 thread state belongs to. */
+/* The threads of one process (the link's task.pid) with their thread
+ * pointer, for user space to find which thread a 3.10 thread state
+ * belongs to. */
 SEC("iter/task")
 int py_tasks(struct bpf_iter__task *ctx)
 {
@@ -600,9 +617,7 @@ int py_tasks(struct bpf_iter__task *ctx)
 		return 0;
 	r.tid = t->pid;
 	r.tgid = t->tgid;
-#ifdef __TARGET_ARCH_x86
-	r.fsbase = t->thread.fsbase;
-#endif
+	r.tp = thread_pointer_of(t);
 	bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }

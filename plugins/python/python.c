@@ -18,6 +18,7 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -978,8 +979,8 @@ static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
 	}
 }
 
-/* The threads of pid with their FS base (the py_tasks iterator). */
-static int task_fsbases(struct py_plugin *st, uint32_t pid,
+/* The threads of pid with their thread pointer (the py_tasks iterator). */
+static int task_thread_ptrs(struct py_plugin *st, uint32_t pid,
 			struct py_task_rec *out, int max)
 {
 	union bpf_iter_link_info li;
@@ -1011,8 +1012,8 @@ static int task_fsbases(struct py_plugin *st, uint32_t pid,
 
 /*
  * (native tid, thread state) of the threads of p's first interpreter.
- * 3.10 stores pthread_self() as a thread state's id: on x86-64 that is
- * the thread's FS base, which the task iterator reads for each tid. Until
+ * 3.10 stores pthread_self() as a thread state's id: the thread pointer
+ * the task iterator reads for each tid, less tp_to_pthread. Until
  * a new thread runs, its state holds its creator's id; the list is newest
  * first, so the older (the creator's own) state wins a duplicate.
  */
@@ -1029,12 +1030,13 @@ static int threads_of(struct py_plugin *st, struct pyp *p, uint32_t *tids,
 	nl = py_tstates((pid_t)p->pid, &p->layout, p->found.runtime, ids, live, 256);
 	if (nl <= 0)
 		return nl;
-	nt = task_fsbases(st, p->pid, tr, 256);
+	nt = task_thread_ptrs(st, p->pid, tr, 256);
 	for (int i = nl; i-- > 0 && n < max;) {
 		for (int j = 0; j < nt; j++) {
 			bool dup = false;
 
-			if (tr[j].tgid != p->pid || !ids[i] || tr[j].fsbase != ids[i])
+			if (tr[j].tgid != p->pid || !ids[i] ||
+			    tr[j].tp - st->skel->rodata->tp_to_pthread != ids[i])
 				continue;
 			for (int k = 0; k < n && !dup; k++)
 				dup = tids[k] == tr[j].tid;
@@ -2173,6 +2175,19 @@ static int open_perf(struct py_plugin *st)
 	return opened ? 0 : (last_err ? last_err : -ENODEV);
 }
 
+/* How far glibc's pthread_self() is below the thread pointer, measured in
+ * this process (the targets use the same C library, as a rule): 0 on
+ * x86-64, sizeof(struct pthread) on arm64. */
+static uint64_t tp_to_pthread_self(void)
+{
+#if defined(__aarch64__)
+	return (uint64_t)(uintptr_t)__builtin_thread_pointer() -
+	       (uint64_t)pthread_self();
+#else
+	return 0;
+#endif
+}
+
 static int py_attach(void *state)
 {
 	struct py_plugin *st = state;
@@ -2192,6 +2207,7 @@ static int py_attach(void *state)
 	st->skel->rodata->want_idle = c->idle;
 	st->skel->rodata->period_ns = st->period_ns;
 	st->skel->rodata->self_pid = (uint32_t)getpid();
+	st->skel->rodata->tp_to_pthread = tp_to_pthread_self();
 	bpf_map__set_max_entries(st->skel->maps.py_events,
 				 (uint32_t)c->ringbuf_kb * 1024);
 	bpf_map__set_max_entries(st->skel->maps.py_native,

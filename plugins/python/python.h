@@ -200,12 +200,14 @@ struct py_offhist {
 	__u64 in[PY_OFFHIST];
 };
 
-/* A thread of a process, from the py_tasks task iterator: its FS base is
- * its pthread_self() (x86-64), what 3.10 stores as a thread state's id. */
+/* A thread of a process, from the py_tasks task iterator: its thread
+ * pointer (x86-64 FS base, arm64 TPIDR_EL0), from which its
+ * pthread_self(), what 3.10 stores as a thread state's id, is
+ * tp - tp_to_pthread (python.bpf.c). */
 struct py_task_rec {
 	__u32 tid;
 	__u32 tgid;
-	__u64 fsbase;
+	__u64 tp;
 };
 
 #endif /* NTCORE_PYTHON_H */

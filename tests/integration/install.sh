@@ -48,7 +48,8 @@ done
 
 step "examples/hello-plugin against the installed SDK only"
 cp -r "$SRC/examples/hello-plugin" "$T/hello"
-export PKG_CONFIG_PATH=$P/lib/pkgconfig PKG_CONFIG_LIBDIR=$P/lib/pkgconfig:/usr/lib/x86_64-linux-gnu/pkgconfig:/usr/lib/pkgconfig:/usr/share/pkgconfig
+multiarch=$(cc -print-multiarch)   # x86_64-linux-gnu, aarch64-linux-gnu
+export PKG_CONFIG_PATH=$P/lib/pkgconfig PKG_CONFIG_LIBDIR=$P/lib/pkgconfig:/usr/lib/$multiarch/pkgconfig:/usr/lib/pkgconfig:/usr/share/pkgconfig
 for part in probe detector; do
   meson setup "$T/hello-$part" "$T/hello/$part" --prefix="$P" >"$T/hello-$part.log"
   ninja -C "$T/hello-$part" install >>"$T/hello-$part.log" || { tail -30 "$T/hello-$part.log"; exit 1; }

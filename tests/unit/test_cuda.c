@@ -512,12 +512,25 @@ START_TEST(test_insn_and_maps)
 	struct nt_cuda_map m;
 	uint64_t skip;
 
+#if defined(__x86_64__)
 	ck_assert_int_eq(nt_cuda_insn_classify(push, 4, &skip), NT_CUDA_INSN_PUSH);
 	ck_assert_int_eq(nt_cuda_insn_classify(r15, 2, &skip), NT_CUDA_INSN_PUSH);
 	ck_assert_int_eq(nt_cuda_insn_classify(endbr, 6, &skip), NT_CUDA_INSN_ENDBR);
 	ck_assert_uint_eq(skip, 4);
 	ck_assert_int_eq(nt_cuda_insn_classify(sub, 4, &skip), NT_CUDA_INSN_OTHER);
 	ck_assert_uint_eq(skip, 0);
+#elif defined(__aarch64__)
+	{
+		/* stp x29, x30, [sp, #-16]! (stepped); cbz x0 (simulated) */
+		const uint8_t stp[] = { 0xfd, 0x7b, 0xbf, 0xa9 };
+		const uint8_t cbz[] = { 0x80, 0x08, 0x00, 0xb4 };
+
+		(void)push, (void)r15, (void)endbr, (void)sub;
+		ck_assert_int_eq(nt_cuda_insn_classify(stp, 4, &skip), NT_CUDA_INSN_OTHER);
+		ck_assert_int_eq(nt_cuda_insn_classify(cbz, 4, &skip), NT_CUDA_INSN_SIMULATED);
+		ck_assert_uint_eq(skip, 0);
+	}
+#endif
 
 	ck_assert(nt_cuda_parse_maps_line(line, &m));
 	ck_assert_uint_eq(m.start, 0x7f12a000);
@@ -545,14 +558,22 @@ START_TEST(test_elf_fixtures)
 			 NT_CUDA_LIB_DRIVER);
 	ck_assert_int_eq(nt_cuda_elf_classify(FIXTURE_DIR "/cuda_workload"),
 			 NT_CUDA_LIB_NONE);
+#if HAVE_REAL_CUDART
 	/* the static runtime linked into an executable is a runtime */
 	ck_assert_int_eq(nt_cuda_elf_classify(FIXTURE_DIR "/cuda_static_cudart"),
 			 NT_CUDA_LIB_RUNTIME);
+#endif
 	ck_assert_int_lt(nt_cuda_elf_classify("/nonexistent/libcudart.so"), 0);
 	ck_assert_int_eq(nt_cuda_elf_lookup(FIXTURE_DIR "/libcudart.so.13", s, 3), 2);
 	ck_assert_uint_ne(s[0].offset, 0);
-	/* built with frame pointers: the probe's first instruction is emulated */
+	/* built with frame pointers: the probe's first instruction is emulated
+	 * on x86-64 (push %rbp); on arm64 it is stp x29, x30, [sp, #-N]!,
+	 * which the kernel steps */
+#if defined(__aarch64__)
+	ck_assert_int_eq(s[0].insn, NT_CUDA_INSN_OTHER);
+#else
 	ck_assert(s[0].insn == NT_CUDA_INSN_PUSH || s[0].insn == NT_CUDA_INSN_ENDBR);
+#endif
 	ck_assert_uint_eq(s[2].offset, 0);
 }
 END_TEST

@@ -137,41 +137,90 @@ START_TEST(test_choose_attach_glibc)
 					  0x48, 0x3d, 0x01, 0xf0, 0xff, 0xff};
 	static const uint8_t reallocarray_[] = {0x48, 0x89, 0xf0, 0x48, 0xf7, 0xe2};
 
-	mem_choose_attach(free_, sizeof(free_), true, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, free_, sizeof(free_), true, &ap);
 	ck_assert_uint_eq(ap.skip, 3);
 	ck_assert(ap.emulated);
 	ck_assert_str_eq(ap.first.text, "test %rdi,%rdi");
 	ck_assert_str_eq(ap.at.text, "jcc rel32");
 
-	mem_choose_attach(free_, sizeof(free_), false, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, free_, sizeof(free_), false, &ap);
 	ck_assert_uint_eq(ap.skip, 0);
 	ck_assert(!ap.emulated);
 
-	mem_choose_attach(malloc_, sizeof(malloc_), true, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, malloc_, sizeof(malloc_), true, &ap);
 	ck_assert_uint_eq(ap.skip, 0);
 	ck_assert(ap.emulated);
 
-	mem_choose_attach(memalign_, sizeof(memalign_), true, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, memalign_, sizeof(memalign_), true, &ap);
 	ck_assert_uint_eq(ap.skip, 7);
 	ck_assert(ap.emulated);
 
-	mem_choose_attach(mmap_, sizeof(mmap_), true, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, mmap_, sizeof(mmap_), true, &ap);
 	ck_assert_uint_eq(ap.skip, 10);
 	ck_assert(ap.emulated);
 
 	/* mov + syscall: nothing emulated within reach, probe the entry */
-	mem_choose_attach(munmap_, sizeof(munmap_), true, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, munmap_, sizeof(munmap_), true, &ap);
 	ck_assert_uint_eq(ap.skip, 0);
 	ck_assert(!ap.emulated);
 
 	/* mov %rsi,%rax is skippable, mul writes rdx (an argument): stop */
-	mem_choose_attach(reallocarray_, sizeof(reallocarray_), true, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, reallocarray_, sizeof(reallocarray_), true, &ap);
 	ck_assert_uint_eq(ap.skip, 0);
 	ck_assert(!ap.emulated);
 
 	/* the function is shorter than the skipped run: stay at the entry */
-	mem_choose_attach(free_, 3, true, &ap);
+	mem_choose_attach_isa(MEM_ISA_X86_64, free_, 3, true, &ap);
 	ck_assert_uint_eq(ap.skip, 0);
+}
+END_TEST
+
+/* The same on Debian 12's arm64 glibc 2.36: always the entry; free's cbz
+ * is simulated, the frame push of the others is stepped, munmap's nop is
+ * stepped too (simulated only on recent kernels). */
+START_TEST(test_choose_attach_glibc_a64)
+{
+	struct mem_attach_point ap;
+	static const uint8_t free_[] = {0x80, 0x08, 0x00, 0xb4, 0xfd, 0x7b, 0xbc, 0xa9};
+	static const uint8_t malloc_[] = {0xfd, 0x7b, 0xbc, 0xa9, 0xfd, 0x03, 0x00, 0x91};
+	static const uint8_t mmap_[] = {0xbf, 0x2c, 0x40, 0xf2, 0x21, 0x01, 0x00, 0x54};
+	static const uint8_t munmap_[] = {0x1f, 0x20, 0x03, 0xd5, 0xe8, 0x1a, 0x80, 0xd2};
+	static const uint8_t ldr_lit[] = {0x40, 0x00, 0x00, 0x58};
+
+	mem_choose_attach_isa(MEM_ISA_AARCH64, free_, sizeof(free_), true, &ap);
+	ck_assert_uint_eq(ap.skip, 0);
+	ck_assert(ap.emulated);
+	ck_assert_str_eq(ap.first.text, "cbz x0");
+	ck_assert_str_eq(ap.at.text, "cbz x0");
+
+	/* allow_skip changes nothing: x30 must still hold the return address */
+	mem_choose_attach_isa(MEM_ISA_AARCH64, malloc_, sizeof(malloc_), true, &ap);
+	ck_assert_uint_eq(ap.skip, 0);
+	ck_assert(!ap.emulated);
+	ck_assert_str_eq(ap.first.text, "stp x29, x30, [sp, #-64]!");
+
+	mem_choose_attach_isa(MEM_ISA_AARCH64, mmap_, sizeof(mmap_), true, &ap);
+	ck_assert_uint_eq(ap.skip, 0);
+	ck_assert(!ap.emulated);
+	ck_assert_str_eq(ap.first.text, "f2402cbf"); /* tst x5, #0xfff */
+
+	mem_choose_attach_isa(MEM_ISA_AARCH64, munmap_, sizeof(munmap_), true, &ap);
+	ck_assert(!ap.emulated);
+	ck_assert_str_eq(ap.first.text, "nop");
+
+	mem_choose_attach_isa(MEM_ISA_AARCH64, ldr_lit, sizeof(ldr_lit), true, &ap);
+	ck_assert(!ap.emulated);
+	ck_assert_str_eq(ap.first.text, "ldr (literal) (refused)");
+
+	mem_choose_attach_isa(MEM_ISA_AARCH64, free_, 2, true, &ap);
+	ck_assert_uint_eq(ap.first.len, 0);
+	ck_assert(!ap.emulated);
+
+	/* another instruction set: not decoded, the entry */
+	mem_choose_attach_isa(MEM_ISA_OTHER, free_, sizeof(free_), true, &ap);
+	ck_assert_uint_eq(ap.skip, 0);
+	ck_assert(!ap.emulated);
+	ck_assert_str_eq(ap.first.text, "(not decoded)");
 }
 END_TEST
 
@@ -213,12 +262,16 @@ START_TEST(test_ldconfig_find_libc)
 		"1234 libs found in cache `/etc/ld.so.cache'\n"
 		"\tlibcrypt.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcrypt.so.1\n"
 		"\tlibc.so.6 (libc6,x32) => /libx32/libc.so.6\n"
+		"\tlibc.so.6 (libc6,AArch64) => /lib/aarch64-linux-gnu/libc.so.6\n"
 		"\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n"
 		"\tlibc.so.6 (libc6) => /lib32/libc.so.6\n";
 
+	/* the line of this machine's ABI, whichever comes first */
 	ck_assert_int_eq(mem_ldconfig_find_libc(text, out, sizeof(out)), 0);
 #if defined(__x86_64__)
 	ck_assert_str_eq(out, "/lib/x86_64-linux-gnu/libc.so.6");
+#elif defined(__aarch64__)
+	ck_assert_str_eq(out, "/lib/aarch64-linux-gnu/libc.so.6");
 #endif
 	ck_assert_int_eq(mem_ldconfig_find_libc("nothing\n", out, sizeof(out)), -ENOENT);
 }
@@ -454,6 +507,7 @@ static Suite *mem_suite(void)
 	tcase_add_test(tc, test_decode_skippable);
 	tcase_add_test(tc, test_decode_refuses);
 	tcase_add_test(tc, test_choose_attach_glibc);
+	tcase_add_test(tc, test_choose_attach_glibc_a64);
 	tcase_add_test(tc, test_maps_find_libc);
 	tcase_add_test(tc, test_ldconfig_find_libc);
 	tcase_add_test(tc, test_elf_find_func);

@@ -89,9 +89,14 @@ START_TEST(test_decode_args)
 		ck_assert_int_eq(a.op, -1);
 		ck_assert_uint_eq(nvl_call_bytes(&a), 1024);
 	}
-	/* ncclCommInitRank(comm *, nranks, id (memory), rank): rank in reg 3 */
+	/* ncclCommInitRank(comm *, nranks, id, rank): x86-64 passes the id in
+	 * memory, rank in reg 3; arm64 the id's address in reg 3, rank in 4 */
 	{
+#if defined(__aarch64__)
+		__u64 r4[6] = { 0x7ffd0000, 8, 0x7ffd1000, 5, 0, 0 };
+#else
 		__u64 r4[6] = { 0x7ffd0000, 8, 5, 0, 0, 0 };
+#endif
 
 		nvl_decode_args(NVL_C_INITRANK, r4, stk, &a);
 		ck_assert_int_eq(a.nranks, 8);
