@@ -2,6 +2,7 @@
 # Selective build + installation + the out-of-tree SDK path, end to end:
 #  1. configure and build only sched, stdout and file into a temporary prefix
 #     and run that build's own tests (a subset build passes its tests);
+#     stdout builds without file; a -Dplugins name with no folder is refused;
 #  2. meson install into the prefix;
 #  3. build examples/hello-plugin (probe and detector) with pkg-config
 #     pointed at the prefix only, and check no path into the source tree leaks
@@ -29,6 +30,21 @@ done
 for p in mem io net cuda python prometheus grpc; do
   if built $p; then echo "$p was built although not selected"; exit 1; fi
 done
+step "-Dplugins=sched,stdout: stdout builds without the file sink"
+meson setup "$T/build2" "$SRC" -Dplugins=sched,stdout >"$T/setup2.log" ||
+  { tail -20 "$T/setup2.log"; exit 1; }
+ninja -C "$T/build2" sinks/stdout/stdout.so plugins/sched/sched.so >"$T/ninja2.log" ||
+  { tail -30 "$T/ninja2.log"; exit 1; }
+rm -rf "$T/build2"
+
+step "-Dplugins= refuses a name with no folder"
+if meson setup "$T/build3" "$SRC" -Dplugins=sched,nosuchplugin >"$T/setup3.log" 2>&1; then
+  echo "-Dplugins=sched,nosuchplugin was accepted"; exit 1
+fi
+grep -F 'no plugin or sink named "nosuchplugin"' "$T/setup3.log" ||
+  { tail -20 "$T/setup3.log"; exit 1; }
+rm -rf "$T/build3"
+
 step "the subset build's own tests"
 NTCORE_PLUGIN_PATH= meson test -C "$T/build" --suite core --print-errorlogs >"$T/test.log" 2>&1 ||
   { tail -40 "$T/test.log"; exit 1; }
