@@ -10,7 +10,7 @@ set -euo pipefail
 nt_test_init cuda "$@"
 NT=$NTCORE
 FX=$B/plugins/cuda
-[ -x "$FX/cuda_late_load" ] || fail "cuda_late_load not built (no CUDA toolkit? set CUDA_HOME)"
+[ -x "$FX/cuda_late_load" ] || fail "cuda_late_load not built (build plugins/cuda first)"
 nt_test_tmp nt-cuda-late
 unset LD_LIBRARY_PATH
 

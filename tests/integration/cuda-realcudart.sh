@@ -9,7 +9,7 @@ set -euo pipefail
 nt_test_init cuda "$@"
 NT=$NTCORE
 FX=$B/plugins/cuda
-[ -x "$FX/cuda_real_cudart" ] || fail "cuda_real_cudart not built (no CUDA toolkit? set CUDA_HOME)"
+need_cuda_toolkit_lib "$FX/cuda_real_cudart" libcudart.so
 nt_test_tmp nt-cuda-real
 # No fixture driver on the library path: the real runtime looks for the
 # real libcuda.so.1 and, on this GPU-less machine, does not find one.

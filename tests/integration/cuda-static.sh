@@ -9,7 +9,7 @@ set -euo pipefail
 nt_test_init cuda "$@"
 NT=$NTCORE
 FX=$B/plugins/cuda
-[ -x "$FX/cuda_static_cudart" ] || fail "cuda_static_cudart not built (no CUDA toolkit? set CUDA_HOME)"
+need_cuda_toolkit_lib "$FX/cuda_static_cudart" libcudart_static.a
 if ldd "$FX/cuda_static_cudart" | grep -q libcudart; then
 	fail "cuda_static_cudart links libcudart dynamically"
 fi

@@ -10,7 +10,7 @@ set -euo pipefail
 nt_test_init cuda "$@"
 NT=$NTCORE
 FX=$B/plugins/cuda
-[ -x "$FX/cuda_workload" ] || fail "fixture workload not built (no CUDA toolkit headers? set CUDA_HOME)"
+[ -x "$FX/cuda_workload" ] || fail "fixture workload not built (build plugins/cuda first)"
 
 CG=
 test_cleanup() { [ -n "$CG" ] && rmdir "$CG" 2>/dev/null || true; }

@@ -43,9 +43,9 @@ command -v "$CC" >/dev/null || fail "a C compiler is needed to build the workloa
 # the fixture runtime and driver (tests/fixtures/cuda), built by plugins/cuda
 FIX=${CUDA_FIXTURE_DIR:-$B/plugins/cuda}
 [ -f "$FIX/libcudart.so.13" ] && [ -f "$FIX/libcuda.so.1" ] ||
-	fail "no fixture libcudart.so.13/libcuda.so.1 in $FIX (built only with the CUDA toolkit headers)"
-CUDA_INC=${CUDA_INC:-${CUDA_HOME:-/usr/local/cuda}/include}
-[ -f "$CUDA_INC/cuda_runtime_api.h" ] || fail "no CUDA headers in $CUDA_INC (set CUDA_INC)"
+	fail "no fixture libcudart.so.13/libcuda.so.1 in $FIX (build plugins/cuda first)"
+# the CUDA declarations the fixtures build against (no toolkit needed)
+FX_INC=$HERE/../fixtures/cuda
 export NTCORE_PLUGIN_PATH=$B/plugins:$B/plugins/cuda/detectors:$B/sinks
 
 T=$(mktemp -d /tmp/ntcore-cudadet.XXXXXX)
@@ -53,7 +53,7 @@ trap 'rm -rf "$T"' EXIT
 
 for w in leak grow oom hang frag errors clean; do
 	"$CC" -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls \
-		-rdynamic -I"$CUDA_INC" "$SRC/$w.c" -o "$T/$w" \
+		-rdynamic -I"$FX_INC" "$SRC/$w.c" -o "$T/$w" \
 		-L"$FIX" -l:libcudart.so.13 -Wl,-rpath,"$FIX" -lpthread ||
 		fail "cannot build workload $w"
 done

@@ -65,11 +65,14 @@ command -v openssl >/dev/null || fail "openssl missing (Debian package openssl)"
   openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
 	-out srv.pem -days 2 -extfile ext.cnf 2>/dev/null ) || fail "cannot make test certificates"
 K2=2000
+# The endpoint is 127.0.0.1, checked against the certificate's IP SAN: a
+# name lookup of "localhost" would need /etc/hosts, which a fresh Debian
+# root (mmdebstrap, containers) may not have.
 start_receiver tls --tls-cert "$T/srv.pem" --tls-key "$T/srv.key"
 cat >"$T/tls.conf" <<EOF
 plugins = (
   { plugin = "grpc_testgen"; count = $K2; per_tick = 200; interval_ms = 10; },
-  { plugin = "grpc"; endpoint = "https://localhost:$PORT_tls"; ca_file = "$T/ca.pem";
+  { plugin = "grpc"; endpoint = "https://127.0.0.1:$PORT_tls"; ca_file = "$T/ca.pem";
     compression = "gzip"; batch_size = 256; batch_timeout_ms = 100; }
 );
 EOF

@@ -124,8 +124,8 @@ unreachable testnet 'cannot export events to collector at 192\.0\.2\.1:4317: (UN
 	'endpoint = "192.0.2.1:4317";'
 unreachable nxdomain 'cannot export events to collector at no-such-host\.invalid:4317: (UNAVAILABLE|DEADLINE_EXCEEDED): .*(DNS|resol)' \
 	'endpoint = "no-such-host.invalid:4317";'
-unreachable tls_wrong_ca 'cannot export events to collector at localhost:[0-9]+: UNAVAILABLE: .*(certificate verify failed|CERTIFICATE_VERIFY_FAILED)' \
-	"endpoint = \"https://localhost:$PORT_tls\";" "ca_file = \"$T/ca2.pem\";"
+unreachable tls_wrong_ca 'cannot export events to collector at 127.0.0.1:[0-9]+: UNAVAILABLE: .*(certificate verify failed|CERTIFICATE_VERIFY_FAILED)' \
+	"endpoint = \"https://127.0.0.1:$PORT_tls\";" "ca_file = \"$T/ca2.pem\";"
 unreachable tls_to_plain 'cannot export events to collector at 127\.0\.0\.1:[0-9]+: UNAVAILABLE: .*(Ssl handshake failed|SSL|ssl)' \
 	"endpoint = \"127.0.0.1:$PORT_plain\";" 'tls = true;' "ca_file = \"$T/ca1.pem\";"
 [ "$(count_logs "$T/tls.jsonl")" = 0 ] || fail "the TLS receiver accepted records from an unverified client"

@@ -6,6 +6,9 @@
 #   nt_test_init PLUGIN "$@"
 #
 # fail MSG: "NAME.sh: FAIL: MSG" on stderr, exit 1 (NAME.sh: this script).
+# skip MSG: "SKIP NAME.sh: MSG" on stdout, exit 77 (meson's skip code). Only
+# for a dependency plain Debian cannot provide (NVIDIA's CUDA runtime);
+# scripts/test.sh counts the test as skipped and repeats the line.
 #
 # nt_test_root BUILD_ROOT: B (the build root, absolute), HERE (this
 # folder), NTCORE (the daemon), NTCORE_PLUGIN_PATH; fails unless it runs as
@@ -31,6 +34,17 @@
 NT_TEST=$(basename "$0")
 
 fail() { echo "$NT_TEST: FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP $NT_TEST: $*"; exit 77; }
+
+# need_cuda_toolkit_lib BUILT LIB: skip when the CUDA toolkit's LIB
+# (libcudart.so, libcudart_static.a) is not installed; fail when it is but
+# BUILT (the program linked against it) was not built.
+need_cuda_toolkit_lib() {
+	local home=${CUDA_HOME:-/usr/local/cuda}
+	[ -e "$home/lib64/$2" ] ||
+		skip "needs NVIDIA's $2 (CUDA toolkit at $home, set CUDA_HOME), which Debian does not ship"
+	[ -x "$1" ] || fail "$home/lib64/$2 exists but $1 was not built (reconfigure the build)"
+}
 
 nt_test_root() { # BUILD_ROOT
 	[ -n "${1:-}" ] || fail "usage: $NT_TEST BUILD_ROOT"

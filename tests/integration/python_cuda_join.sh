@@ -27,7 +27,7 @@ fail() { echo "FAIL python_cuda_join: $*" >&2; exit 1; }
 [ -x "$NTCORE" ] || fail "no daemon at $NTCORE (build first)"
 [ -f "$B/plugins/python/python.so" ] || fail "no $B/plugins/python/python.so"
 [ -f "$B/plugins/cuda/cuda.so" ] || fail "no $B/plugins/cuda/cuda.so (build with -Dplugins=python,cuda,...)"
-[ -f "$CUDART" ] || fail "no fixture runtime $CUDART (CUDA toolkit headers missing at build time?)"
+[ -f "$CUDART" ] || fail "no fixture runtime $CUDART (build plugins/cuda first)"
 [ -x "$PY" ] || fail "Debian's $PY is needed (apt-get install python3.11)"
 export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks
 

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,8 +559,11 @@ START_TEST(test_elf_fixtures)
 			 NT_CUDA_LIB_DRIVER);
 	ck_assert_int_eq(nt_cuda_elf_classify(FIXTURE_DIR "/cuda_workload"),
 			 NT_CUDA_LIB_NONE);
-#if HAVE_REAL_CUDART
-	/* the static runtime linked into an executable is a runtime */
+	/* a runtime linked into an executable is a runtime: the fixture's
+	 * always, NVIDIA's libcudart_static.a where the toolkit has one */
+	ck_assert_int_eq(nt_cuda_elf_classify(FIXTURE_DIR "/cuda_static_fx"),
+			 NT_CUDA_LIB_RUNTIME);
+#if HAVE_STATIC_CUDART
 	ck_assert_int_eq(nt_cuda_elf_classify(FIXTURE_DIR "/cuda_static_cudart"),
 			 NT_CUDA_LIB_RUNTIME);
 #endif

@@ -8,7 +8,7 @@
 #ifndef WL_H
 #define WL_H
 
-#include <cuda_runtime_api.h>
+#include "cuda_fx_api.h" /* tests/fixtures/cuda: no toolkit needed */
 
 #include <stdint.h>
 #include <stdio.h>
