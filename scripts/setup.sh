@@ -18,6 +18,8 @@ packages=(
   "linux-headers-$(dpkg --print-architecture)"   # -amd64, -arm64
   chromium              # trace sink: its report page is checked in headless Chromium
   nodejs                # trace sink: speedscope (npm, fetched by the test) imports its JSON
+  # CI: scripts/fresh-root.sh builds a brand-new Debian 12 root
+  mmdebstrap
 )
 missing=()
 for p in "${packages[@]}"; do
