@@ -52,7 +52,7 @@ conf() { # NAME "sched keys"
 ntcore = { log_level = "warn"; };
 plugins = (
   { plugin = "sched"; required = true; log_level = "info"; $2 },
-  { plugin = "file"; path = "/dev/null"; max_size_mb = 0; metrics = true; interval = 1; }
+  { plugin = "file"; path = "/dev/null"; max_size_mb = 0; metrics = true; interval_ms = 1000; }
 );
 EOF
 }

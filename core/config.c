@@ -304,11 +304,50 @@ static const struct nt_cfg_key *find_key(const struct nt_cfg_key *keys,
 	return NULL;
 }
 
+/* The stem of a duration key: "report_interval" of "report_interval_ms". */
+static size_t duration_stem(const char *key)
+{
+	static const char *const units[] = {"_ms", "_s", "_us", "_ns"};
+	size_t len = strlen(key);
+
+	for (size_t u = 0; u < NT_ARRAY_LEN(units); u++) {
+		size_t ul = strlen(units[u]);
+		if (len > ul && strcmp(key + len - ul, units[u]) == 0)
+			return len - ul;
+	}
+	return len;
+}
+
+/* Durations carry their unit in the key; an old spelling ("interval",
+ * "report_interval_ms") names the key that replaced it. */
+static const char *renamed_to(const char *name, const struct nt_cfg_key *keys,
+			      uint32_t n)
+{
+	size_t stem = duration_stem(name);
+
+	for (uint32_t i = 0; i < n; i++) {
+		size_t ks = duration_stem(keys[i].key);
+		if (ks != strlen(keys[i].key) && ks == stem &&
+		    strncmp(keys[i].key, name, stem) == 0)
+			return keys[i].key;
+	}
+	return NULL;
+}
+
 static void unknown_key(struct fill_ctx *fx, const config_setting_t *s,
 			const struct nt_cfg_key *keys, uint32_t n)
 {
 	char known[512];
 	size_t used = 0;
+	const char *now = renamed_to(config_setting_name(s), keys, n);
+
+	if (now) {
+		nt_config_error(fx->c, line_of(s), fx->inst,
+				"unknown key '%s': it is now '%s' (durations carry their unit)",
+				config_setting_name(s), now);
+		fx->errors++;
+		return;
+	}
 
 	known[0] = '\0';
 	for (uint32_t i = 0; i < n && used < sizeof(known); i++) {

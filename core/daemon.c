@@ -15,7 +15,9 @@
 #include "bpf/follow.h"
 #include "host.h"
 #include "clock.h"
+#include "job.h"
 #include "log.h"
+#include "privs.h"
 #include "search.h"
 
 #define POLL_BUDGET 4096
@@ -23,8 +25,12 @@
 
 static const struct nt_field proc_exit_fields[] = {
 	NT_FIELD(struct nt_proc_exit, exit_code, NT_F_S32, "",
-		 "raw wait status: exit code << 8 | terminating signal"),
+		 "exit code, or 128 + N when signal N killed it (as a shell's $?)"),
 	NT_FIELD(struct nt_proc_exit, ppid, NT_F_U32, "", "parent process id"),
+	NT_FIELD(struct nt_proc_exit, signal, NT_F_S32, "",
+		 "the signal that killed it, 0 when it exited"),
+	NT_FIELD(struct nt_proc_exit, core_dumped, NT_F_BOOL, "",
+		 "it dumped core"),
 };
 
 static const struct nt_schema proc_exit_schema = {
@@ -142,6 +148,27 @@ void nt_daemon_sync_self_metrics(struct nt_daemon *d)
 	}
 }
 
+void nt_daemon_vlog(struct nt_daemon *d, int level, const char *prefix,
+		    const char *fmt, va_list ap)
+{
+	va_list copy;
+
+	va_copy(copy, ap);
+	if (!nt_loghold_vadd(&d->hold, level, prefix, fmt, copy))
+		nt_vlog(level, prefix, fmt, ap);
+	va_end(copy);
+}
+
+void nt_daemon_log(struct nt_daemon *d, int level, const char *prefix,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	nt_daemon_vlog(d, level, prefix, fmt, ap);
+	va_end(ap);
+}
+
 /* ------------------------------------------------------------------ */
 /* Instances                                                           */
 /* ------------------------------------------------------------------ */
@@ -161,9 +188,9 @@ static void instance_fail(struct nt_instance *inst, const char *op, int err)
 {
 	bool fatal = inst->cfg && inst->cfg->required;
 
-	nt_log(NT_LOG_ERROR, inst->prefix, "%s failed: %s; %s", op,
-	       strerror(err < 0 ? -err : err),
-	       fatal ? "it is required: stopping" : "the other plugins go on");
+	nt_daemon_log(inst->d, NT_LOG_ERROR, inst->prefix, "%s failed: %s; %s", op,
+		      strerror(err < 0 ? -err : err),
+		      fatal ? "it is required: stopping" : "the other plugins go on");
 	nt_instance_unwatch(inst);
 	if (inst->st == NT_ST_ATTACHED)
 		inst->lib.desc.detach(inst->state);
@@ -366,17 +393,48 @@ static int detach_one(struct nt_daemon *d, struct nt_instance *inst)
 	return 0;
 }
 
-/* Init every instance, then attach sinks, detectors, probes; returns 0, 1
- * (a required plugin failed) or 2 (config error). */
-static int instances_start(struct nt_daemon *d)
+static int init_and_attach(struct nt_daemon *d)
 {
 	int status;
 
 	for (size_t i = 0; i < d->n_insts; i++)
 		if ((status = instance_init(d, d->insts[i])))
 			return status;
-	if ((status = for_each_in_flow(d, true, attach_one)))
+	return for_each_in_flow(d, true, attach_one);
+}
+
+static size_t count_probes(const struct nt_daemon *d, bool attached_only)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->n_insts; i++)
+		n += d->insts[i]->lib.desc.kind == NT_KIND_PROBE &&
+		     (!attached_only || d->insts[i]->st == NT_ST_ATTACHED);
+	return n;
+}
+
+/* Init every instance, then attach sinks, detectors, probes; returns 0, 1
+ * (a required plugin failed, nothing could attach) or 2 (config error).
+ * Without the privileges to trace, every plugin's errors are held: if no
+ * probe attached, one line says what is missing and the rest is dropped. */
+static int instances_start(struct nt_daemon *d)
+{
+	if (!d->can_trace)
+		nt_loghold_start(&d->hold);
+	int status = init_and_attach(d);
+	size_t probes = count_probes(d, false), live_probes = count_probes(d, true);
+	if (!d->can_trace && probes && !live_probes && status != 2) {
+		nt_loghold_release(&d->hold, false);
+		nt_log(NT_LOG_ERROR, NULL, "no probe could attach: tracing needs %s",
+		       d->privs_need);
+		return 1;
+	}
+	nt_loghold_release(&d->hold, true);
+	if (status)
 		return status;
+	if (!d->can_trace && live_probes < probes)
+		nt_log(NT_LOG_WARN, NULL, "%zu of %zu probes could not attach: tracing needs %s",
+		       probes - live_probes, probes, d->privs_need);
 	size_t live = 0;
 	for (size_t i = 0; i < d->n_insts; i++)
 		live += d->insts[i]->st == NT_ST_ATTACHED;
@@ -452,8 +510,10 @@ static void print_summary(struct nt_daemon *d)
 			fprintf(stderr, "  target pid %d exited with status %d\n",
 				(int)d->child, WEXITSTATUS(d->child_status));
 		else if (WIFSIGNALED(d->child_status))
-			fprintf(stderr, "  target pid %d killed by signal %d\n",
-				(int)d->child, WTERMSIG(d->child_status));
+			fprintf(stderr, "  target pid %d killed by signal %d (%s): status %d\n",
+				(int)d->child, WTERMSIG(d->child_status),
+				strsignal(WTERMSIG(d->child_status)),
+				nt_job_exit_status(d->child_status));
 	}
 }
 
@@ -466,14 +526,44 @@ static void stop_loop(struct nt_daemon *d)
 	ev_break(d->loop, EVBREAK_ALL);
 }
 
-static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
+#define CHILD_GRACE_S 10.0
+
+static void on_grace_over(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct nt_daemon *d = w->data;
 
 	(void)loop;
 	(void)revents;
-	nt_log(NT_LOG_INFO, NULL, "signal %d: draining and stopping", w->signum);
+	nt_log(NT_LOG_WARN, NULL, "target pid %d still runs %.0f s after signal %d; stopping",
+	       (int)d->child, CHILD_GRACE_S, d->stop_signal);
 	stop_loop(d);
+}
+
+/* SIGINT/SIGTERM. Without a running child: drain and stop. With one, as a
+ * wrapper should: pass the signal on (unless the terminal already sent it
+ * to the whole process group), keep tracing while the job shuts down, and
+ * stop when it exits, so that ntcore exits with its status; a second
+ * signal, or CHILD_GRACE_S seconds, stops at once. */
+static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct nt_daemon *d = w->data;
+
+	(void)revents;
+	bool child_runs = d->child > 0 && !d->child_exited;
+	if (!child_runs || d->stop_signal) {
+		nt_log(NT_LOG_INFO, NULL, "signal %d: draining and stopping", w->signum);
+		d->stop_signal = w->signum;
+		stop_loop(d);
+		return;
+	}
+	d->stop_signal = w->signum;
+	if (!nt_job_tty_delivered(w->signum))
+		kill(d->child, w->signum);
+	nt_log(NT_LOG_INFO, NULL, "signal %d: waiting up to %.0f s for target pid %d to exit",
+	       w->signum, CHILD_GRACE_S, (int)d->child);
+	ev_timer_init(&d->grace_timer, on_grace_over, CHILD_GRACE_S, 0);
+	d->grace_timer.data = d;
+	ev_timer_start(loop, &d->grace_timer);
 }
 
 static int reload(struct nt_daemon *d);
@@ -552,14 +642,14 @@ static void log_pid_target_exit(struct nt_daemon *d, const struct nt_proc_exit *
 	for (size_t i = 0; i < d->opt.n_pids; i++) {
 		if (d->opt.pids[i] != ex->hdr.pid)
 			continue;
-		if (WIFSIGNALED(ex->exit_code))
+		if (ex->signal)
 			nt_log(NT_LOG_INFO, NULL,
 			       "target pid %u (%.16s) was killed by signal %d; tracing goes on",
-			       ex->hdr.pid, ex->hdr.comm, WTERMSIG(ex->exit_code));
+			       ex->hdr.pid, ex->hdr.comm, ex->signal);
 		else
 			nt_log(NT_LOG_INFO, NULL,
 			       "target pid %u (%.16s) exited with status %d; tracing goes on",
-			       ex->hdr.pid, ex->hdr.comm, WEXITSTATUS(ex->exit_code));
+			       ex->hdr.pid, ex->hdr.comm, ex->exit_code);
 	}
 }
 
@@ -614,6 +704,19 @@ static int setup_targets(struct nt_daemon *d)
 {
 	bool filtered = d->opt.n_pids > 0 || d->opt.argv;
 	char why[512];
+	int rc;
+
+	/* A command that cannot run fails now, as a shell's would, before
+	 * any probe is loaded for it. */
+	if (d->opt.argv && (rc = nt_job_resolve(d->opt.argv[0], why, sizeof(why)))) {
+		nt_log(NT_LOG_ERROR, NULL, "cannot run '%s': %s", d->opt.argv[0], why);
+		return rc;
+	}
+	if (filtered && !d->can_trace) {
+		nt_log(NT_LOG_ERROR, NULL, "cannot trace %s: tracing needs %s",
+		       d->opt.argv ? "the command" : "the -p processes", d->privs_need);
+		return 1;
+	}
 
 	for (size_t i = 0; i < d->opt.n_pids; i++)
 		if (kill((pid_t)d->opt.pids[i], 0) != 0 && errno == ESRCH) {
@@ -686,6 +789,17 @@ static int libbpf_to_log(enum libbpf_print_level level, const char *fmt,
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* Without privileges every libbpf warning is a variant of EPERM: the one
+ * line of instances_start says it better (-v shows them all). */
+static int libbpf_silent(enum libbpf_print_level level, const char *fmt,
+			 va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
 static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 {
 	memset(d, 0, sizeof(*d));
@@ -708,16 +822,23 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 	d->exec_type = (uint32_t)nt_bus_register(&d->bus, &d->core,
 						 &proc_exec_schema,
 						 &(const char *){NULL});
+	/* A reader that goes away (`ntcore ... | head`) must not kill the
+	 * daemon: writes to it fail with EPIPE instead, and the stdout sink
+	 * stops printing while the other sinks go on. */
+	signal(SIGPIPE, SIG_IGN);
+	d->can_trace = nt_privs_can_trace(d->privs_need, sizeof(d->privs_need));
 	if (!opt->verbose)
-		libbpf_set_print(libbpf_to_log);
+		libbpf_set_print(d->can_trace ? libbpf_to_log : libbpf_silent);
 }
 
 static void daemon_fini(struct nt_daemon *d)
 {
+	nt_loghold_release(&d->hold, true);
 	instances_free(d);
 	for (size_t i = 0; i < d->n_child_env; i++)
 		free(d->child_env[i]);
 	free(d->child_env);
+	nt_outputs_free(&d->outputs);
 	nt_targets_close(&d->targets);
 	nt_symbolizer_fini(&d->sym);
 	nt_host_release(d);
@@ -762,7 +883,8 @@ static int daemon_prepare(struct nt_daemon *d)
 		       d->n_insts, d->n_insts == 1 ? "" : "s");
 		return -1;
 	}
-	nt_ensure_tracefs();
+	if (d->can_trace)
+		nt_ensure_tracefs();
 	if ((status = setup_targets(d)))
 		return status;
 	return instances_start(d);
@@ -790,11 +912,17 @@ int nt_daemon_run(const struct nt_options *opt)
 	}
 	ev_run(d->loop, 0);
 	instances_stop(d);
-	if (d->child > 0 && !d->child_exited)
+	status = 0;
+	if (d->child > 0 && d->child_exited)
+		status = nt_job_exit_status(d->child_status);
+	else if (d->child > 0)
 		nt_log(NT_LOG_INFO, NULL, "target pid %d keeps running untraced",
 		       (int)d->child);
+	if (d->child > 0 && !d->child_exited && d->stop_signal)
+		status = 128 + d->stop_signal; /* as a shell reports a job it stopped */
 	print_summary(d);
+	nt_outputs_print(&d->outputs);
 	daemon_fini(d);
 	free(d);
-	return 0;
+	return status;
 }

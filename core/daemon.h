@@ -15,7 +15,9 @@
 #include "bus.h"
 #include "config.h"
 #include "loader.h"
+#include "loghold.h"
 #include "metrics.h"
+#include "outputs.h"
 #include "symbolize.h"
 #include "target.h"
 
@@ -88,17 +90,29 @@ struct nt_daemon {
 	size_t n_child_env;
 	int child_status;
 	bool child_exited;
-	int exit_code;
 	int pending_signal; /* the user signal being handed out */
+	int stop_signal;     /* the SIGINT/SIGTERM that is stopping the run */
+	bool can_trace;      /* privileges to load BPF (privs.h) */
+	char privs_need[192]; /* what is missing when !can_trace */
+	struct nt_loghold hold; /* start-up errors held while unprivileged */
+	struct nt_outputs outputs; /* files written, printed at the end */
 	ev_signal sig_int, sig_term, sig_hup, sig_usr1, sig_usr2;
 	ev_child child_watch;
-	ev_timer duration_timer, selfsync_timer;
+	ev_timer duration_timer, selfsync_timer, grace_timer;
 	ev_io exits_io;
 	ev_idle stop_idle;
 };
 
-/* Returns the process exit status (0, 1 runtime failure, 2 usage/config). */
+/* Returns the process exit status: the wrapped command's (its exit code,
+ * 128 + N when signal N killed it, 127 not found, 126 not executable) when
+ * there is one and it ended; else 0, 1 runtime failure, 2 usage/config. */
 int nt_daemon_run(const struct nt_options *opt);
+
+/* Log through the start-up hold (loghold.h): printed now, or held. */
+void nt_daemon_vlog(struct nt_daemon *d, int level, const char *prefix,
+		    const char *fmt, va_list ap);
+void nt_daemon_log(struct nt_daemon *d, int level, const char *prefix,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Print every plugin found in the search path (for --list-plugins). */
 int nt_list_plugins(const struct nt_options *opt);

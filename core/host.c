@@ -28,18 +28,19 @@ static void host_log(struct nt_instance *inst, int level, const char *fmt, ...)
 	if (level > inst->log_level)
 		return;
 	va_start(ap, fmt);
-	nt_vlog(level, inst->prefix, fmt, ap);
+	nt_daemon_vlog(inst->d, level, inst->prefix, fmt, ap);
 	va_end(ap);
 }
 
-/* Thread-safe: the level is set before any plugin runs, and nt_vlog
- * writes each line with one fputs (stdio locks the stream). */
+/* Thread-safe: the level is set before any plugin runs, the start-up hold
+ * takes its own lock, and nt_vlog writes each line with one fputs (stdio
+ * locks the stream). */
 static void host_vlog(struct nt_instance *inst, int level, const char *fmt,
 		      va_list ap)
 {
 	if (level > inst->log_level)
 		return;
-	nt_vlog(level, inst->prefix, fmt, ap);
+	nt_daemon_vlog(inst->d, level, inst->prefix, fmt, ap);
 }
 
 static const char *host_instance_name(const struct nt_instance *inst)
@@ -314,6 +315,13 @@ static int host_child_setenv(struct nt_instance *inst, const char *name,
 	return 0;
 }
 
+static void host_output_written(struct nt_instance *inst, const char *path,
+				const char *what)
+{
+	if (nt_outputs_add(&inst->d->outputs, path, what))
+		host_log(inst, NT_LOG_WARN, "wrote %s", path); /* say it now, then */
+}
+
 const struct nt_host nt_host_vtable = {
 	.abi_major = NT_ABI_MAJOR,
 	.abi_minor = NT_ABI_MINOR,
@@ -343,4 +351,5 @@ const struct nt_host nt_host_vtable = {
 	.vlog = host_vlog,
 	.vmlinux_btf = host_vmlinux_btf,
 	.child_setenv = host_child_setenv,
+	.output_written = host_output_written,
 };

@@ -206,9 +206,11 @@ pid_t nt_child_spawn(char *const argv[], int *gate_fd)
 		if (!child_wait_gate(gate[0]))
 			_exit(127);
 		execvp(argv[0], argv);
+		int err = errno;
 		fprintf(stderr, "ntcore: cannot run '%s': %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
+			strerror(err));
+		/* a shell's statuses: 127 not found, 126 found but not run */
+		_exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
 	}
 	close(gate[0]);
 	*gate_fd = gate[1];

@@ -51,7 +51,16 @@ static __always_inline int on_exit(struct task_struct *task)
 		return 0;
 	nt_hdr_current(&rec->hdr, exit_type, sizeof(*rec));
 	rec->hdr.pid = tgid;
-	rec->exit_code = BPF_CORE_READ(task, exit_code);
+	/* The process's name, not that of whichever thread ended last
+	 * ("cuda-EvtHandlr"): the group leader's. */
+	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+	BPF_CORE_READ_STR_INTO(&rec->hdr.comm, leader, comm);
+	/* Decoded as a shell reports it: the exit code, or 128 + the signal
+	 * that killed it (the wait status is code << 8 | signal). */
+	int status = BPF_CORE_READ(task, exit_code);
+	rec->signal = status & 0x7f;
+	rec->exit_code = rec->signal ? 128 + rec->signal : (status >> 8) & 0xff;
+	rec->core_dumped = (status & 0x80) != 0;
 	rec->ppid = BPF_CORE_READ(task, real_parent, tgid);
 	bpf_ringbuf_submit(rec, 0);
 	return 0;

@@ -7,8 +7,11 @@
 
 struct nt_proc_exit {
 	struct nt_event_hdr hdr;
-	int32_t exit_code; /* raw wait status as the kernel keeps it */
+	int32_t exit_code; /* exit code, or 128 + signal when killed (as $?) */
 	uint32_t ppid;
+	int32_t signal;    /* the signal that killed it, 0 when it exited */
+	uint8_t core_dumped;
+	uint8_t pad[3];
 };
 
 /* proc.exec: a traced process replaced its image (symbol caches are stale). */

@@ -26,7 +26,8 @@
  *  1.2 added nt_host.vlog (a log safe from any thread) and
  *      nt_host.vmlinux_btf (the kernel's BTF, parsed once per daemon run);
  *  1.3 added nt_host.child_setenv (the environment of the -- CMD child);
- *  1.4 added nt_plugin_desc.on_signal (SIGUSR1 and SIGUSR2 to plugins).
+ *  1.4 added nt_plugin_desc.on_signal (SIGUSR1 and SIGUSR2 to plugins)
+ *      and nt_host.output_written (files to name at the end of the run).
  *
  * Threads: every op and every host function is called on the daemon's single
  * loop thread, except the metric_* functions, metrics_visit, count_drop and
@@ -326,6 +327,14 @@ struct nt_host {
 	 * -EINVAL for a NAME that is empty or holds '='; -ENOMEM. */
 	int (*child_setenv)(struct nt_instance *inst, const char *name,
 			    const char *value, bool overwrite);
+	/* (1.4, check NT_HOST_HAS) This instance wrote a file the user will
+	 * look for. At the end of the run the core prints one line per path,
+	 * "ntcore: wrote PATH (WHAT)", after the summary; a later call for
+	 * the same path replaces the earlier one. `what` says what the file
+	 * holds ("429 stacks", "12034 events"), or NULL. Both are copied.
+	 * Loop thread only. */
+	void (*output_written)(struct nt_instance *inst, const char *path,
+			       const char *what);
 };
 
 #define NT_HOST_HAS(host, member)                                              \

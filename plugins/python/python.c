@@ -69,7 +69,7 @@ struct py_cfg {
 	const char *call_pattern;
 	bool exceptions;
 	int64_t top_n;
-	int64_t report_interval_ms;
+	int64_t report_interval_s;
 	int64_t ringbuf_kb;
 	int64_t max_stacks;
 	int64_t native_stacks;
@@ -99,8 +99,8 @@ static const struct nt_cfg_key py_config[] = {
 	    "count raised exceptions by type and raising location (uprobe PyTraceBack_Here)"),
 	KEY(top_n, NT_CFG_INT, "20", 1, 1000,
 	    "functions in python.report and in the top-function metrics"),
-	KEY(report_interval_ms, NT_CFG_INT, "0", 0, 86400000,
-	    "publish stacks and reports every so often (ms); 0 = at process exit and shutdown"),
+	KEY(report_interval_s, NT_CFG_INT, "0", 0, 86400,
+	    "publish stacks and reports every so often (s); 0 = at process exit and shutdown"),
 	KEY(ringbuf_kb, NT_CFG_INT, "4096", 64, 1048576,
 	    "BPF ring buffer size in KiB (a power of two)"),
 	KEY(max_stacks, NT_CFG_INT, "100000", 100, 10000000,
@@ -2257,8 +2257,8 @@ static int py_attach(void *state)
 	err = h->add_timer(st->inst, TICK_MS, TOK_TICK);
 	if (!err)
 		err = h->add_timer(st->inst, DRAIN_MS, TOK_DRAIN);
-	if (!err && c->report_interval_ms)
-		err = h->add_timer(st->inst, (uint64_t)c->report_interval_ms, TOK_REPORT);
+	if (!err && c->report_interval_s)
+		err = h->add_timer(st->inst, (uint64_t)c->report_interval_s * 1000, TOK_REPORT);
 	if (err) {
 		h->log(st->inst, NT_LOG_ERROR, "cannot add timers: %s",
 		       strerror(-err));

@@ -41,7 +41,7 @@ enum { TOK_RING = 1, TOK_TICK = 2, TOK_REPORT = 3 };
 
 struct sched_cfg {
 	int64_t interval_ms;
-	int64_t report_interval_ms;
+	int64_t report_interval_s;
 	bool thread_events;
 	bool switch_events;
 	int64_t top_n;
@@ -64,8 +64,8 @@ static const char *const hist_choices[] = { "process", "global", NULL };
 static const struct nt_cfg_key sched_config[] = {
 	KEY(interval_ms, NT_CFG_INT, "1000", 100, 3600000,
 	    "how often the maps are read: metrics and sched.thread events (ms)"),
-	KEY(report_interval_ms, NT_CFG_INT, "10000", 0, 86400000,
-	    "how often sched.report is published (ms); 0 = only at the end"),
+	KEY(report_interval_s, NT_CFG_INT, "10", 0, 86400,
+	    "how often sched.report is published (s); 0 = only at the end"),
 	KEY(thread_events, NT_CFG_BOOL, "true", 1, 0,
 	    "publish sched.thread events (per interval and at thread exit)"),
 	KEY(switch_events, NT_CFG_BOOL, "false", 1, 0,
@@ -1002,8 +1002,8 @@ static int sched_init(struct nt_instance *inst, const struct nt_host *host,
 	if (kb & (kb - 1))
 		return host->config_error(inst, "ringbuf_kb",
 					  "%" PRId64 " is not a power of two", kb);
-	if (c->report_interval_ms && c->report_interval_ms < c->interval_ms)
-		return host->config_error(inst, "report_interval_ms",
+	if (c->report_interval_s && c->report_interval_s * 1000 < c->interval_ms)
+		return host->config_error(inst, "report_interval_s",
 					  "must be 0 or at least interval_ms (%" PRId64 ")",
 					  c->interval_ms);
 	st = calloc(1, sizeof(*st));
@@ -1109,8 +1109,8 @@ static int sched_attach(void *state)
 	if (err)
 		goto fail;
 	err = h->add_timer(st->inst, (uint64_t)c->interval_ms, TOK_TICK);
-	if (!err && c->report_interval_ms)
-		err = h->add_timer(st->inst, (uint64_t)c->report_interval_ms,
+	if (!err && c->report_interval_s)
+		err = h->add_timer(st->inst, (uint64_t)c->report_interval_s * 1000,
 				   TOK_REPORT);
 	if (err) {
 		h->log(st->inst, NT_LOG_ERROR, "cannot add timers: %s",

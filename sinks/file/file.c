@@ -23,7 +23,7 @@ struct file_cfg {
 	int64_t max_size_mb;
 	int64_t max_files;
 	bool metrics;
-	int64_t interval;
+	int64_t interval_ms;
 	int64_t buffer_kb;
 };
 
@@ -44,8 +44,9 @@ static const struct nt_cfg_key file_keys[] = {
 	{.key = "metrics", .type = NT_CFG_BOOL, .offset = offsetof(struct file_cfg, metrics),
 	 .def = "false", .min = 1, .max = 0,
 	 .desc = "also write every metric series each interval and at exit (type \"metric\")"},
-	{.key = "interval", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, interval),
-	 .def = "5", .min = 1, .max = 86400, .desc = "seconds between flushes and metric snapshots"},
+	{.key = "interval_ms", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, interval_ms),
+	 .def = "5000", .min = 100, .max = 86400000,
+	 .desc = "milliseconds between flushes and metric snapshots"},
 	{.key = "buffer_kb", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, buffer_kb),
 	 .def = "256", .min = 4, .max = 65536, .desc = "write when this much is buffered"},
 };
@@ -70,6 +71,9 @@ struct file_sink {
 	uint64_t size;      /* bytes in the current file */
 	struct nt_buf buf;  /* whole lines only */
 	uint64_t buf_lines;
+	uint64_t buf_events;     /* of buf_lines, events (the rest: metrics) */
+	uint64_t written_events; /* lines of events written, for the user */
+	uint64_t rotations;
 	bool write_failed;  /* logged once */
 	bool rotatable;     /* a regular file: never rename /dev/null or a fifo */
 	struct nt_metric *m_bytes, *m_rotations;
@@ -103,6 +107,7 @@ static void rotate(struct file_sink *fs)
 	}
 	const char *label[1] = {fs->host->instance_name(fs->inst)};
 	fs->host->metric_add(fs->m_rotations, label, 1);
+	fs->rotations++;
 	int err = open_output(fs);
 	if (err)
 		fs->host->log(fs->inst, NT_LOG_ERROR, "cannot reopen %s after rotation: %s",
@@ -146,9 +151,11 @@ static void flush_buffer(struct file_sink *fs)
 		fs->size += fs->buf.len;
 		fs->host->metric_add(fs->m_bytes, label, (double)fs->buf.len);
 		fs->write_failed = false;
+		fs->written_events += fs->buf_events;
 	}
 	fs->buf.len = 0;
 	fs->buf_lines = 0;
+	fs->buf_events = 0;
 	fs->buf.oom = 0;
 }
 
@@ -205,7 +212,7 @@ static int file_attach(void *state)
 			      strerror(-err));
 		return err;
 	}
-	return fs->host->add_timer(fs->inst, (uint64_t)fs->cfg->interval * 1000, 0);
+	return fs->host->add_timer(fs->inst, (uint64_t)fs->cfg->interval_ms, 0);
 }
 
 static int file_poll(void *state, uint32_t token, uint32_t budget)
@@ -226,21 +233,44 @@ static void file_consume(void *state, const struct nt_event_hdr *ev,
 	size_t before = fs->buf.len;
 
 	if (fs->folded) {
-		if (nt_folded_event(&fs->buf, ev, schema) == 0)
-			fs->buf_lines++;
+		if (nt_folded_event(&fs->buf, ev, schema) != 0)
+			return; /* no stack in this event: nothing to write */
 	} else {
 		nt_jsonl_event(&fs->buf, ev, schema, fs->host->wall_ns(fs->inst, ev->ts_ns));
-		fs->buf_lines++;
 	}
+	fs->buf_lines++;
+	fs->buf_events++;
 	if (fs->buf.oom) {
 		/* Drop the partial line, keep the whole ones. */
 		fs->buf.len = before;
 		fs->buf.oom = 0;
 		fs->buf_lines--;
+		fs->buf_events--;
 		fs->host->count_drop(fs->inst, "file", 1);
 	}
 	if (fs->buf.len >= (size_t)fs->cfg->buffer_kb * 1024)
 		flush_buffer(fs);
+}
+
+/* "429 stacks" / "12034 events" (+ "metrics", rotations), for the
+ * end-of-run line about this file. */
+static void tell_written(struct file_sink *fs)
+{
+	char what[160];
+	int n = snprintf(what, sizeof(what), "%llu %s",
+			 (unsigned long long)fs->written_events,
+			 fs->folded ? (fs->written_events == 1 ? "stack" : "stacks")
+				    : (fs->written_events == 1 ? "event" : "events"));
+
+	if (fs->cfg->metrics && !fs->folded && n > 0 && (size_t)n < sizeof(what))
+		n += snprintf(what + n, sizeof(what) - (size_t)n, " and metrics");
+	if (fs->rotations && n > 0 && (size_t)n < sizeof(what))
+		snprintf(what + n, sizeof(what) - (size_t)n,
+			 "; rotated %llu times, older lines in %s.1..%lld",
+			 (unsigned long long)fs->rotations, fs->cfg->path,
+			 (long long)fs->cfg->max_files);
+	if (NT_HOST_HAS(fs->host, output_written))
+		fs->host->output_written(fs->inst, fs->cfg->path, what);
 }
 
 static void file_flush(void *state)
@@ -249,8 +279,10 @@ static void file_flush(void *state)
 
 	write_metrics(fs);
 	flush_buffer(fs);
-	if (fs->fd >= 0)
+	if (fs->fd >= 0) {
 		fsync(fs->fd);
+		tell_written(fs);
+	}
 }
 
 static void file_detach(void *state)

@@ -46,7 +46,7 @@ plugins = (
   { plugin = "cuda_frag"; interval_ms = 1000; threshold = 70.0;
     svg_path = "$W/$1-dev%d.svg"; },
   { plugin = "cuda_hang"; timeout_ms = 30000; interval_ms = 1000; },
-  { plugin = "file"; path = "$W/$1.jsonl"; metrics = true; interval = 1;
+  { plugin = "file"; path = "$W/$1.jsonl"; metrics = true; interval_ms = 1000;
     events = [ "alert.*", "cuda_memleak.report", "cuda.alloc", "cuda.free",
                "cuda.error" ]; }
 );

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The daemon's command line end to end: exit codes and messages for bad
-# input, --check, --list-plugins, plugin isolation, SIGTERM leaving a
-# complete JSONL file, SIGHUP reload, and the default config's summary.
+# input, --check, --list-plugins, plugin isolation, the wrapped job's exit
+# status, one clear line without privileges, SIGPIPE on stdout, SIGTERM
+# leaving a complete JSONL file, SIGHUP reload, the default config's
+# summary.
 set -euo pipefail
 B=${1:?build root}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,10 +40,10 @@ expect 2 "unknown.conf:4: \[file.0\] unknown key 'max_sise_mb'" -- -c "$T/unknow
 
 cat >"$T/type.conf" <<'C'
 plugins = (
-  { plugin = "file"; interval = "often"; }
+  { plugin = "file"; interval_ms = "often"; }
 );
 C
-expect 2 "type.conf:2: \[file.0\] interval: expected an integer" -- -c "$T/type.conf" --check
+expect 2 "type.conf:2: \[file.0\] interval_ms: expected an integer" -- -c "$T/type.conf" --check
 
 cat >"$T/missing.conf" <<'C'
 plugins = ( { plugin = "nosuchplugin"; } );
@@ -107,48 +109,109 @@ expect 1 "attach failed" -- -c "$T/isolate.conf" -- true
 cat >"$T/child.conf" <<C
 plugins = ( { plugin = "sched"; }, { plugin = "file"; path = "$T/child.jsonl"; metrics = true; } );
 C
-expect 0 "target pid [0-9]+ exited with status 7" -- -c "$T/child.conf" -- sh -c 'exit 7'
+expect 7 "target pid [0-9]+ exited with status 7" -- -c "$T/child.conf" -- sh -c 'exit 7'
 python3 - "$T/child.jsonl" <<'PY' && pass "proc.exec of the child, proc.exit with status 7" || fail "proc.exit status"
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 ex = [e for e in ev if e["type"] == "proc.exit"]
-assert len(ex) == 1 and ex[0]["exit_code"] >> 8 == 7, ex
+assert len(ex) == 1 and ex[0]["exit_code"] == 7 and ex[0]["signal"] == 0, ex
 execs = [e for e in ev if e["type"] == "proc.exec"]
 assert len(execs) == 1 and execs[0]["filename"].endswith("sh"), execs
 assert execs[0]["pid"] == ex[0]["pid"], (execs, ex)
 PY
 
-# SIGTERM mid-run: exit 0, every line whole and valid JSON.
+# The wrapped job's contract, as batch systems need it: ntcore exits with
+# the job's status, 128 + N when signal N killed it, 127 when the command
+# is not found and 126 when it cannot be executed (before any probe loads).
+expect 0 "" -- -c "$T/child.conf" -- true
+expect 137 "target pid [0-9]+ killed by signal 9" -- -c "$T/child.conf" -- sh -c 'kill -KILL $$'
+expect 127 "cannot run 'no-such-command-x': command not found" -- -c "$T/child.conf" -- no-such-command-x
+printf '#!/bin/sh\nexit 0\n' >"$T/noexec.sh"
+chmod 0644 "$T/noexec.sh"
+expect 126 "cannot run '$T/noexec.sh': Permission denied" -- -c "$T/child.conf" -- "$T/noexec.sh"
+expect 126 "cannot run '$T': is a directory" -- -c "$T/child.conf" -- "$T"
+
+# Without the privileges to trace: exit 1 and ONE line naming what is
+# missing (no libbpf text, no per-plugin EPERM). As nobody, then as nobody
+# holding CAP_BPF only. The working directory is one nobody cannot write:
+# the file sink fails too, and is not worth a line either.
+as_nobody() { # CAPS ARGS...
+  local caps=$1; shift
+  (cd "$T" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+     ${caps:+--inh-caps=$caps --ambient-caps=$caps} "$NT" "$@" >"$T/out" 2>"$T/err" </dev/null)
+}
+for caps in "" +bpf; do
+  rc=0; as_nobody "$caps" -c "$SRC/conf.d/default.conf" -d 1 || rc=$?
+  lacks="CAP_BPF and CAP_PERFMON"; [ "$caps" = +bpf ] && lacks="CAP_PERFMON"
+  if [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ] &&
+     grep -qE "^ntcore: error: no probe could attach: tracing needs root, or the capabilities CAP_BPF and CAP_PERFMON \(this process is not root and lacks $lacks\)$" "$T/err"; then
+    pass "unprivileged${caps:+ ($caps)}: exit 1, one line: $(cat "$T/err")"
+  else fail "unprivileged${caps:+ ($caps)}: rc=$rc, stderr: $(cat "$T/err")"; fi
+done
+rc=0; as_nobody "" -c "$SRC/conf.d/default.conf" -- true || rc=$?
+if [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ] &&
+   grep -q "cannot trace the command: tracing needs root, or the capabilities CAP_BPF and CAP_PERFMON" "$T/err"; then
+  pass "unprivileged -- CMD: exit 1, one line"
+else fail "unprivileged -- CMD: rc=$rc, stderr: $(cat "$T/err")"; fi
+
+# SIGPIPE: stdout read by `head -c 1`, which leaves at once. The daemon
+# runs on to -d, exits 0, says once that stdout closed, and the file sink
+# loses nothing (its file is complete, metrics included).
+cat >"$T/pipe.conf" <<C
+plugins = ( { plugin = "sched"; },
+            { plugin = "stdout"; interval_ms = 200; mode = "append"; },
+            { plugin = "file"; path = "$T/pipe.jsonl"; metrics = true; } );
+C
+set +o pipefail
+"$NT" -c "$T/pipe.conf" -d 2 2>"$T/pipe.err" | head -c 1 >/dev/null
+rc=${PIPESTATUS[0]}
+set -o pipefail
+if [ "$rc" = 0 ] && grep -q "stdout is closed (Broken pipe): the summary stops here; the other sinks go on" "$T/pipe.err" &&
+   grep -q "summary after 2" "$T/pipe.err" && python3 - "$T/pipe.jsonl" <<'PY'
+import json, sys
+data = open(sys.argv[1]).read()
+assert data.endswith("\n"), "torn last line"
+ev = [json.loads(l) for l in data.splitlines()]
+assert any(e["type"] == "metric" for e in ev), "no metrics (the final flush was lost)"
+assert any(e["type"] == "sched.report" for e in ev), "no sched.report"
+PY
+then pass "SIGPIPE on stdout: exit 0, file sink complete"
+else fail "SIGPIPE: rc=$rc $(tail -5 "$T/pipe.err")"; fi
+
+# SIGTERM mid-run with a job: the signal is passed on to the job, tracing
+# goes on while it exits, ntcore exits with its status (128 + 15), and
+# every line of the file is whole and valid JSON, the job's exit included.
 cat >"$T/term.conf" <<C
 plugins = ( { plugin = "sched"; interval_ms = 200; },
-            { plugin = "file"; path = "$T/term.jsonl"; metrics = true; interval = 60; } );
+            { plugin = "file"; path = "$T/term.jsonl"; metrics = true; interval_ms = 60000; } );
 C
 "$NT" -c "$T/term.conf" -- sh -c 'while :; do :; done' >"$T/term.out" 2>&1 &
 pid=$!
 sleep 2
-# The loop is ntcore's child (-- CMD); ntcore leaves it running on SIGTERM,
-# so it is stopped here by its own pid.
+# The loop is ntcore's child (-- CMD); ntcore passes SIGTERM on to it.
+# Should it outlive ntcore all the same, it is stopped by its own pid.
 loop=$(pgrep -P $pid || true)
 kill -TERM $pid
 rc=0; wait $pid || rc=$?
 [ -z "$loop" ] || kill $loop 2>/dev/null || true
-if [ $rc = 0 ] && python3 - "$T/term.jsonl" <<'PY'
+if [ $rc = 143 ] && python3 - "$T/term.jsonl" <<'PY'
 import json, sys
 data = open(sys.argv[1]).read()
 assert data.endswith("\n"), "torn last line"
 lines = data.splitlines()
-for l in lines:
-    json.loads(l)
-assert any(json.loads(l)["type"] == "metric" for l in lines)
-assert any(json.loads(l)["type"].startswith("sched.") for l in lines), "no sched events"
+ev = [json.loads(l) for l in lines]
+assert any(e["type"] == "metric" for e in ev)
+assert any(e["type"].startswith("sched.") for e in ev), "no sched events"
+ex = [e for e in ev if e["type"] == "proc.exit"]
+assert len(ex) == 1 and ex[0]["signal"] == 15 and ex[0]["exit_code"] == 143, ex
 print(len(lines), "lines")
 PY
-then pass "SIGTERM: exit 0 and a complete JSONL file"
+then pass "SIGTERM: passed on to the job, exit 143 and a complete JSONL file"
 else fail "SIGTERM: rc=$rc, $(tail -3 "$T/term.out")"; fi
 
 # SIGHUP: the new config takes effect without a restart.
 cat >"$T/hup.conf" <<C
-plugins = ( { plugin = "file"; path = "$T/before.jsonl"; interval = 1; } );
+plugins = ( { plugin = "file"; path = "$T/before.jsonl"; interval_ms = 1000; } );
 C
 "$NT" -c "$T/hup.conf" -d 6 -- sleep 5 >"$T/hup.out" 2>&1 &
 pid=$!

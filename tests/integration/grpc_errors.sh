@@ -141,7 +141,7 @@ cat >"$T/flood.conf" <<EOF
 plugins = (
   { plugin = "grpc_testgen"; count = $KF; per_tick = 600; interval_ms = 10; },
   { plugin = "grpc"; endpoint = "127.0.0.1:1"; queue_size = $QF; shutdown_grace_ms = 500; },
-  { plugin = "file"; path = "$T/flood_metrics.jsonl"; events = [ ]; metrics = true; interval = 1; }
+  { plugin = "file"; path = "$T/flood_metrics.jsonl"; events = [ ]; metrics = true; interval_ms = 1000; }
 );
 EOF
 "$NTCORE" -c "$T/flood.conf" 2>"$T/flood.log" &

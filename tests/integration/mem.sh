@@ -37,7 +37,7 @@ conf() { # conf NAME [extra mem keys]   (the mem group is line 3)
 ntcore = { log_level = "info"; };
 plugins = (
   { plugin = "mem"; interval_ms = $INTERVAL; ${2:-} },
-  { plugin = "file"; path = "$T/$1.jsonl"; metrics = true; interval = 1; }
+  { plugin = "file"; path = "$T/$1.jsonl"; metrics = true; interval_ms = 1000; }
 );
 EOF
 }
@@ -197,8 +197,11 @@ else
 	fail "oom: no memory cgroup (v1 /sys/fs/cgroup/memory or v2 with the memory controller) to run a child in"
 fi
 conf oom
+# The job is OOM-killed (SIGKILL): ntcore exits with its status, 128 + 9.
+rc=0
 timeout 60 "$NTCORE" -c "$T/oom.conf" -- sh -c "echo \$\$ >$CG/cgroup.procs && exec $LEAKER hog" \
-	>"$T/oom.out" 2>"$T/oom.err" || { cat "$T/oom.err" >&2; fail "oom: ntcore exited with $?"; }
+	>"$T/oom.out" 2>"$T/oom.err" || rc=$?
+[ $rc = 137 ] || { cat "$T/oom.err" >&2; fail "oom: ntcore exited with $rc, not the killed job's 137"; }
 grep -q "OOM killer chose pid .* (mem-leaker)" "$T/oom.err" ||
 	{ cat "$T/oom.err" >&2; fail "oom: no OOM message"; }
 python3 - "$T/oom.jsonl" "$LIMIT" <<'EOF' || { cat "$T/oom.err" >&2; fail "oom: output"; }
@@ -206,7 +209,7 @@ import json, sys
 path, limit = sys.argv[1], int(sys.argv[2])
 ev = [json.loads(l) for l in open(path)]
 ex = [e for e in ev if e["type"] == "proc.exit"]
-assert len(ex) == 1 and ex[0]["exit_code"] == 9, ex
+assert len(ex) == 1 and ex[0]["exit_code"] == 137 and ex[0]["signal"] == 9, ex
 pid = ex[0]["pid"]
 oom = [e for e in ev if e["type"] == "mem.oom_kill"]
 assert len(oom) == 1, f"{len(oom)} mem.oom_kill"

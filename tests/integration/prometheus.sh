@@ -54,7 +54,7 @@ mapfile -t PLUGINS < <("$NT" --list-plugins | awk '/^  [a-z]/ && $1 != "NAME" {p
 		prometheus) extra='listen = "127.0.0.1:0"; required = true;' ;;
 		prometheus_metricgen) extra='series = 200; families = 6; kind = "mixed"; label_prefix = "q\"uo\\te\n";' ;;
 		file) extra="path = \"$T/events.jsonl\"; metrics = true;" ;;
-		stdout) extra="interval = 60;" ;;
+		stdout) extra="interval_ms = 60000;" ;;
 		grpc) extra="shutdown_grace_ms = 0; timeout_ms = 500;" ;; # no collector here
 		*) extra="" ;;
 		esac

@@ -30,7 +30,7 @@ write_conf() {
 ntcore = { log_level = "info"; };
 plugins = (
   { plugin = "sched"; required = true; interval_ms = 200; $2 },
-  { plugin = "file"; path = "$1"; metrics = true; interval = 1; }
+  { plugin = "file"; path = "$1"; metrics = true; interval_ms = 1000; }
 );
 EOF
 }
