@@ -1546,6 +1546,18 @@ static void queue_exit(struct mem_state *st, uint32_t pid, const char *comm)
 	st->exits[st->n_exits++] = pid;
 }
 
+/* A pid given with -p, or the -- CMD child itself (not its descendants). */
+static bool named_target(const struct mem_state *st, uint32_t pid)
+{
+	uint32_t pids[64];
+	size_t n = st->host->target_pids(st->inst, pids, NT_ARRAY_LEN(pids));
+
+	for (size_t i = 0; i < n && i < NT_ARRAY_LEN(pids); i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
 /* Final reports of the processes that left, then forget their data. */
 static void finalize_pending(struct mem_state *st)
 {
@@ -1608,8 +1620,10 @@ static void finalize_pending(struct mem_state *st)
 
 			report_stacks(st, pid, true, gs, n_gs, &hs, have_hs, &pr, have_pr);
 		}
+		/* A line for a process the user named; a helper the job ran
+		 * (a shell shim) gets its report, not a line of its own. */
 		if (p->heap_attached || (st->host->target_map_fd(st->inst) >= 0 && (have_hs || have_pr)))
-			st->host->log(st->inst, NT_LOG_INFO,
+			st->host->log(st->inst, named_target(st, pid) ? NT_LOG_INFO : NT_LOG_DEBUG,
 				      "target pid %u (%s) exited%s%s%s; final report published, the other targets go on",
 				      pid, p->comm, have_hs ? ": " : "",
 				      have_hs ? live : "", have_hs ? " of heap outstanding" : "");

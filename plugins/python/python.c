@@ -590,6 +590,19 @@ static void attach_extras(struct py_plugin *st, struct pyp *p)
 
 static void seed_idle(struct py_plugin *st, struct pyp *p);
 
+/* A pid given with -p, or the -- CMD child itself (not its descendants). */
+static bool named_target(const struct nt_host *h, const struct nt_instance *inst,
+			 uint32_t pid)
+{
+	uint32_t pids[64];
+	size_t n = h->target_pids(inst, pids, NT_ARRAY_LEN(pids));
+
+	for (size_t i = 0; i < n && i < NT_ARRAY_LEN(pids); i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
 /* Try to make a pending process sampled. */
 static void proc_inspect(struct py_plugin *st, struct pyp *p)
 {
@@ -625,8 +638,10 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 			snprintf(msg, sizeof(msg),
 				 "pid %u is not a CPython process (%s); not sampling it",
 				 p->pid, err);
-			h->log(st->inst, h->target_map_fd(st->inst) >= 0 ? NT_LOG_INFO
-									: NT_LOG_DEBUG,
+			/* a line only for a process the user named: the
+			 * shells and tools the job runs are not news */
+			h->log(st->inst, named_target(h, st->inst, p->pid) ? NT_LOG_INFO
+									  : NT_LOG_DEBUG,
 			       "%s", msg);
 			if (h->target_map_fd(st->inst) >= 0)
 				publish_proc(st, p, -ENOENT, msg);
@@ -1831,7 +1846,9 @@ static void proc_gone(struct py_plugin *st, uint32_t pid)
 		ring_buffer__consume(st->rb);
 		publish_all(st, pid);
 		py_agg_top(st->agg, pid, 1, &row, &all);
-		st->host->log(st->inst, NT_LOG_INFO,
+		/* No line for a Python that never ran long enough to be
+		 * sampled (a helper the job started). */
+		st->host->log(st->inst, all ? NT_LOG_INFO : NT_LOG_DEBUG,
 			      "pid %u exited: %llu samples kept; %llu frames could not be "
 			      "named (the process was gone before their code was read)",
 			      pid, (unsigned long long)all,

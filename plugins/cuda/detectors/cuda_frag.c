@@ -218,7 +218,14 @@ static const char *fr_write_svg(struct fr *f, struct fr_proc *p, char *path,
 			     strerror(-err));
 		return NULL;
 	}
-	f->host->log(f->inst, NT_LOG_INFO, "memory timeline of pid %u device %d: %s",
+	/* the user learns of it once, at the end of the run */
+	if (NT_HOST_HAS(f->host, output_written)) {
+		char what[96];
+		snprintf(what, sizeof(what), "CUDA memory timeline of pid %u (%s), device %d",
+			 p->pid, p->comm, p->dev);
+		f->host->output_written(f->inst, path, what);
+	}
+	f->host->log(f->inst, NT_LOG_DEBUG, "memory timeline of pid %u device %d: %s",
 		     p->pid, p->dev, path);
 	return path;
 }

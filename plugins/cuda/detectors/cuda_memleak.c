@@ -429,6 +429,14 @@ static void ml_tick(struct ml *m)
 	}
 }
 
+static bool ml_proc_known(const struct ml *m, uint32_t pid)
+{
+	for (size_t i = 0; i < m->np; i++)
+		if (m->procs[i].pid == pid)
+			return true;
+	return false;
+}
+
 static void ml_consume(void *state, const struct nt_event_hdr *ev,
 		       const struct nt_schema *schema)
 {
@@ -449,6 +457,10 @@ static void ml_consume(void *state, const struct nt_event_hdr *ev,
 		track_free(&m->tr, &e, NULL);
 		break;
 	case CUEV_PROC_EXIT:
+		/* A process that never allocated device memory (a shell
+		 * shim of the job) has nothing to report. */
+		if (!ml_proc_known(m, e.pid))
+			break;
 		if (m->ne == m->ce) {
 			size_t nc = m->ce ? m->ce * 2 : 8;
 			struct ml_exit *n = realloc(m->exits, nc * sizeof(*n));
