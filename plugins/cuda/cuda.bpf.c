@@ -407,6 +407,46 @@ int call_return(struct pt_regs *ctx)
 
 enum { L_RT = 0, L_RT_EX = 1, L_DRV = 2, L_DRV_EX = 3 };
 
+/*
+ * launch_layer = "auto" counts launches at the driver layer, and at the
+ * runtime layer while no driver library is known (a runtime-only process,
+ * or until the runtime loads its driver). Where the runtime loads its
+ * driver inside a launch, that launch reaches both layers: the runtime
+ * probe marks it for its thread, and while user space says a hand-over is
+ * under way, a driver launch with its thread's mark counts for nothing.
+ */
+const volatile bool auto_layer = false;
+bool handover = false; /* written by user space */
+
+/* thread id -> when its last runtime-layer launch began (a thread that
+ * is stopped while the driver's probes attach may resume on another CPU:
+ * a per-CPU slot would not do) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} rt_marks SEC(".maps");
+
+#define RT_MARK_NS 2000000000ull /* a mark older than this is stale */
+
+/* true: this driver launch is the runtime launch just counted */
+static __always_inline bool auto_layer_dup(int kind, __u32 tid)
+{
+	__u64 now = bpf_ktime_get_ns(), *ts;
+
+	if (kind == L_RT || kind == L_RT_EX) {
+		bpf_map_update_elem(&rt_marks, &tid, &now, BPF_ANY);
+		return false;
+	}
+	ts = bpf_map_lookup_elem(&rt_marks, &tid);
+	if (!ts || now - *ts > RT_MARK_NS)
+		return false;
+	bpf_map_delete_elem(&rt_marks, &tid);
+	handover = false; /* the one launch in flight is counted: done */
+	return true;
+}
+
 static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -417,6 +457,11 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 	__u8 first = 0;
 
 	if (!target_ok_cached(tgid))
+		return 0;
+	/* in auto mode: runtime launches are probed only while no driver
+	 * is known; a driver launch looks only during a hand-over */
+	if (auto_layer && (kind == L_RT || kind == L_RT_EX || handover) &&
+	    auto_layer_dup(kind, (__u32)id))
 		return 0;
 	if (kind == L_RT_EX || kind == L_DRV_EX) {
 		cfg = PT_REGS_PARM1(ctx);

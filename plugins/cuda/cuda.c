@@ -326,6 +326,9 @@ struct lib {
 	int kind; /* enum nt_cuda_libkind, or -1: checked, nothing to probe */
 	bool is_static;
 	struct nt_uprobes up;     /* its links (uprobes.h) */
+	/* auto layer, no driver known: this runtime's launch probes, apart,
+	 * to be detached when a driver shows up (launch_fallback_end) */
+	struct nt_uprobes fallback;
 };
 
 struct fn_entry {
@@ -371,6 +374,11 @@ struct cuda {
 	struct fcount *fc;
 	size_t nfc, capfc;
 	int layer_launch; /* bit 1: runtime, bit 2: driver */
+	bool auto_layer;  /* launch_layer = "auto" (see launch_fallback_*) */
+	size_t n_driver_libs;
+	bool fallback_on; /* launches probed at the runtime layer for now */
+	uint32_t handover_until; /* tick at which the hand-over is over */
+	uint32_t opener_tid; /* the thread whose open is being handled, or 0 */
 	bool multi;       /* kernel has uprobe_multi links (6.6+) */
 	bool attached;
 	uint64_t drops_reported;
@@ -596,6 +604,89 @@ static bool launch_layer_on(struct cuda *c, int layer)
 	return c->layer_launch & (1 << layer);
 }
 
+/* auto layer: runtime launches are probed while no driver is known */
+static bool launch_fallback_wanted(const struct cuda *c, int layer)
+{
+	return c->auto_layer && layer == NT_CUDA_LAYER_RUNTIME && !c->n_driver_libs;
+}
+
+/* Runtime launch probes of `l`, as a fallback (see launch_fallback_wanted). */
+static void launch_fallback_attach(struct cuda *c, struct lib *l,
+				   struct batch *rt, struct batch *rt_ex)
+{
+	struct batch *bs[2] = {rt, rt_ex};
+
+	for (int i = 0; i < 2; i++) {
+		int r = bs[i]->n ? nt_uprobes_attach(&l->fallback, bs[i]->prog, l->path,
+						     false, c->multi, bs[i]->offs,
+						     bs[i]->cookies, bs[i]->names, bs[i]->n,
+						     attach_warn, c)
+				 : 0;
+		if (r < 0) {
+			c->probes -= l->fallback.nprobes;
+			nt_uprobes_release(&l->fallback);
+			return;
+		}
+		c->probes += (uint64_t)r;
+	}
+	if (!l->fallback.nprobes)
+		return;
+	if (!c->fallback_on)
+		c->host->log(c->inst, NT_LOG_INFO,
+			     "%s: no CUDA driver library (libcuda.so.1) found: launches are probed "
+			     "at the runtime layer until one is (launches that bypass this "
+			     "runtime, as Triton's and cuBLAS's do, are not seen meanwhile)",
+			     l->path);
+	c->fallback_on = true;
+}
+
+/* Deletes the runtime-launch marks of every thread but `keep`. */
+static void forget_rt_marks(struct cuda *c, uint32_t keep)
+{
+	int fd = bpf_map__fd(c->skel->maps.rt_marks);
+	uint32_t key, next, dead[256];
+	size_t n = 0;
+	bool more = bpf_map_get_next_key(fd, NULL, &next) == 0;
+
+	while (more) {
+		key = next;
+		more = bpf_map_get_next_key(fd, &key, &next) == 0;
+		if (key != keep && n < NT_ARRAY_LEN(dead))
+			dead[n++] = key;
+		if (n == NT_ARRAY_LEN(dead) || !more) {
+			for (size_t i = 0; i < n; i++)
+				bpf_map_delete_elem(fd, &dead[i]);
+			n = 0;
+		}
+	}
+}
+
+/* A driver library is probed: the runtime-layer launch probes go. */
+static void launch_fallback_end(struct cuda *c, const struct lib *drv)
+{
+	c->n_driver_libs++;
+	if (!c->fallback_on)
+		return;
+	for (size_t i = 0; i < c->nlibs; i++) {
+		c->probes -= c->libs[i].fallback.nprobes;
+		nt_uprobes_release(&c->libs[i].fallback);
+	}
+	c->fallback_on = false;
+	/* A launch in flight (the opener's, if the runtime loads its driver
+	 * inside a launch) reaches both layers: the BPF side counts it once.
+	 * The other threads' marks are of launches long done: forget them. */
+	uint64_t mark;
+	forget_rt_marks(c, c->opener_tid);
+	if (c->opener_tid && bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.rt_marks),
+						 &c->opener_tid, &mark) == 0) {
+		c->skel->bss->handover = true; /* the BPF side ends it */
+		c->handover_until = c->tick + 2;
+	}
+	c->host->log(c->inst, NT_LOG_INFO,
+		     "%s: a CUDA driver library: launches are now probed at the driver layer",
+		     drv->path);
+}
+
 /* Does function-table entry `fe` name this file? */
 static bool fn_lib_matches(const struct fn_entry *fe, const char *path,
 			   const struct stat *st)
@@ -720,15 +811,17 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 	l->is_static = kind == NT_CUDA_LIB_RUNTIME && !nt_cuda_name_is_runtime(path);
 	before = l->up.nprobes;
 	{
-		static struct batch bt[8]; /* loop thread only: not re-entered */
-		struct bpf_program *progs[8] = {
+		/* 8, 9: runtime launches as the auto layer's fallback */
+		static struct batch bt[10]; /* loop thread only: not re-entered */
+		struct bpf_program *progs[10] = {
 			c->skel->progs.call_enter, c->skel->progs.call_return,
 			c->skel->progs.launch_rt, c->skel->progs.launch_rt_ex,
 			c->skel->progs.launch_drv, c->skel->progs.launch_drv_ex,
 			c->skel->progs.fn_enter, c->skel->progs.fn_return,
+			c->skel->progs.launch_rt, c->skel->progs.launch_rt_ex,
 		};
 
-		for (int i = 0; i < 8; i++) {
+		for (int i = 0; i < 10; i++) {
 			bt[i].prog = progs[i];
 			bt[i].ret = i == 1 || i == 7;
 			bt[i].n = 0;
@@ -751,19 +844,21 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 				batch_add(&bt[1], sy->offset, api, sy->name);
 				continue;
 			}
-			if (!launch_layer_on(c, layer))
+			bool fallback = launch_fallback_wanted(c, layer);
+			if (!launch_layer_on(c, layer) && !fallback)
 				continue;
 			switch (api) {
 			case NT_CUDA_API_cudaLaunchKernelExC:
 			case NT_CUDA_API_cudaLaunchKernelExC_ptsz:
-				batch_add(&bt[3], sy->offset, api, sy->name);
+				batch_add(&bt[fallback ? 9 : 3], sy->offset, api, sy->name);
 				break;
 			case NT_CUDA_API_cuLaunchKernelEx:
 			case NT_CUDA_API_cuLaunchKernelEx_ptsz:
 				batch_add(&bt[5], sy->offset, api, sy->name);
 				break;
 			default:
-				batch_add(layer == NT_CUDA_LAYER_RUNTIME ? &bt[2] : &bt[4],
+				batch_add(fallback ? &bt[8]
+					  : layer == NT_CUDA_LAYER_RUNTIME ? &bt[2] : &bt[4],
 					  sy->offset, api, sy->name);
 			}
 		}
@@ -779,8 +874,12 @@ static int probe_file(struct cuda *c, const char *path, uint32_t pid)
 		for (int i = 7; i >= 0; i--)
 			if (batch_attach(c, l, &bt[i]) < 0)
 				err = -EIO;
+		if (bt[8].n + bt[9].n)
+			launch_fallback_attach(c, l, &bt[8], &bt[9]);
 	}
 	free(syms);
+	if (l->kind == NT_CUDA_LIB_DRIVER && c->auto_layer)
+		launch_fallback_end(c, l);
 	c->host->log(c->inst, NT_LOG_INFO, "%s: %s, %zu probes attached",
 		     path,
 		     l->kind == NT_CUDA_LIB_RUNTIME
@@ -906,7 +1005,9 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 		mark_exe_known(c, p);
 	} else {
 		nt_cuda_proc_path(pid, path, full, sizeof(full));
+		c->opener_tid = p->hdr.tid; /* for a launch-layer hand-over */
 		probe_file(c, full, pid);
+		c->opener_tid = 0;
 	}
 	/* While the target is held: have the core read its memory map now, so
 	 * its kernels and stacks can be named even if it exits before its
@@ -1330,8 +1431,10 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	else if (!strcmp(cfg->launch_layer, "both"))
 		c->layer_launch = (1 << NT_CUDA_LAYER_RUNTIME) |
 				  (1 << NT_CUDA_LAYER_DRIVER);
-	else /* auto: the driver layer, see docs/cuda.md ("Launches") */
+	else { /* auto: the driver layer, see docs/cuda.md ("Launches") */
 		c->layer_launch = 1 << NT_CUDA_LAYER_DRIVER;
+		c->auto_layer = true;
+	}
 	*state = c;
 	return 0;
 }
@@ -1398,6 +1501,7 @@ static int reopen(struct cuda *c, struct cuda_bpf **out)
 	s->rodata->enter_events = cfg->enter_events;
 	s->rodata->stop_on_load = cfg->stop_on_load;
 	s->rodata->watch_so = cfg->watch_libraries;
+	s->rodata->auto_layer = c->auto_layer;
 	for (size_t i = 0; i < c->nfns; i++)
 		s->rodata->fn_threshold_ns[i] = c->fns[i].threshold_ns;
 	set_lib_prefixes(c);
@@ -1528,7 +1632,10 @@ static int cuda_attach(void *state)
 	c->host->log(c->inst, NT_LOG_INFO,
 		     "%" PRIu64 " probes in %zu files; launches probed at the %s layer",
 		     c->probes, c->nlibs,
-		     c->layer_launch == (1 << NT_CUDA_LAYER_RUNTIME) ? "runtime"
+		     c->fallback_on ? "runtime (no driver library yet)"
+		     : c->auto_layer && !c->n_driver_libs
+			     ? "driver (or the runtime's while no driver library is found)"
+		     : c->layer_launch == (1 << NT_CUDA_LAYER_RUNTIME) ? "runtime"
 		     : c->layer_launch == (1 << NT_CUDA_LAYER_DRIVER) ? "driver"
 								       : "runtime and driver");
 	return 0;
@@ -1550,6 +1657,8 @@ static int cuda_poll(void *state, uint32_t token, uint32_t budget)
 			return n;
 	} else if (token == TOK_TICK) {
 		c->tick++;
+		if (c->skel->bss->handover && c->tick >= c->handover_until)
+			c->skel->bss->handover = false;
 		reap_dead(c, false);
 		ring_buffer__consume(c->rb);
 		sync_launches(c, 0, NULL, NULL);
@@ -1596,9 +1705,12 @@ static void cuda_detach(void *state)
 		}
 	}
 	for (size_t i = 0; i < c->nlibs; i++) {
+		nt_uprobes_release(&c->libs[i].fallback);
 		nt_uprobes_release(&c->libs[i].up);
 		free(c->libs[i].path);
 	}
+	c->fallback_on = false;
+	c->n_driver_libs = 0;
 	free(c->libs);
 	c->libs = NULL;
 	c->nlibs = c->caplibs = 0;
