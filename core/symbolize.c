@@ -336,8 +336,14 @@ static void resolve(struct nt_sym_proc *p, uint64_t addr, struct sym_entry *e)
 	e->module = module ? strdup(module) : NULL;
 	const char *name = dwfl_module_addrinfo(mod, addr, &offset, &sym, NULL,
 						NULL, NULL);
-	if (!name)
+	if (!name) {
+		/* No symbol: the address relative to the module, as addr2line
+		 * and objdump take it ("libcublas.so.13+0x1a2b3c", not +0x0). */
+		Dwarf_Addr rel = addr;
+		if (dwfl_module_relocate_address(mod, &rel) >= 0)
+			e->offset = rel;
 		return;
+	}
 	e->name = demangle(name);
 	e->offset = offset;
 	e->err = e->name ? 0 : -ENOMEM;

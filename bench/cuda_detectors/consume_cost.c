@@ -34,9 +34,8 @@ static void workload_make(struct workload *w, int n)
 		w->a[i] = mk_alloc(900, (uint64_t)i,
 				   0x7f0000000000ULL + (uint64_t)(i % 512) * MiB, MiB, 0,
 				   NT_CUDA_LAYER_RUNTIME,
-				   (i & 1) ? "cudaMalloc;c10::cuda::CUDACachingAllocator::malloc;"
-					     "at::empty;python3"
-					   : "cudaMalloc;train_step;main");
+				   (i & 1) ? "python3;at::empty;c10::cuda::CUDACachingAllocator::malloc;cudaMalloc"
+					   : "main;train_step;cudaMalloc");
 		w->f[i] = mk_free(900, (uint64_t)i, w->a[i]->ptr, NT_CUDA_LAYER_RUNTIME);
 	}
 }

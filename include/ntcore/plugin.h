@@ -196,7 +196,8 @@ typedef int (*nt_metric_visit_fn)(void *arg, const struct nt_metric_desc *desc,
  */
 struct nt_symbol {
 	const char *name;
-	uint64_t offset; /* addr - symbol start */
+	uint64_t offset; /* addr - symbol start; with no name, the address in
+			  * the module as addr2line takes it */
 	const char *module;
 	const char *file;
 	uint32_t line;

@@ -144,7 +144,7 @@ static const struct nt_field alloc_fields[] = {
 	F(struct nt_cuda_alloc, kind, NT_F_U32, "", "1 device, 2 managed, 3 pinned host, 4 stream-ordered (async)"),
 	F(struct nt_cuda_alloc, alloc_flags, NT_F_U32, "", "flags passed (cudaHostAlloc, cudaMallocManaged)"),
 	F(struct nt_cuda_alloc, api_name, NT_F_VSTR, "", "function called"),
-	F(struct nt_cuda_alloc, stack, NT_F_VSTR, "", "symbolized frames, innermost first, ';'-separated"),
+	F(struct nt_cuda_alloc, stack, NT_F_VSTR, "", "symbolized frames, root first (the probed function last), ';'-separated"),
 };
 
 static const struct nt_field free_fields[] = {
@@ -157,7 +157,7 @@ static const struct nt_field free_fields[] = {
 	F(struct nt_cuda_free, alloc_ts_ns, NT_F_U64, "ns", "CLOCK_MONOTONIC time of the matching allocation (0 unknown)"),
 	F(struct nt_cuda_free, kind, NT_F_U32, "", "kind of the block (as in cuda.alloc)"),
 	F(struct nt_cuda_free, api_name, NT_F_VSTR, "", "function called"),
-	F(struct nt_cuda_free, stack, NT_F_VSTR, "", "symbolized frames, innermost first, ';'-separated"),
+	F(struct nt_cuda_free, stack, NT_F_VSTR, "", "symbolized frames, root first (the probed function last), ';'-separated"),
 };
 
 static const struct nt_field memcpy_fields[] = {
@@ -194,7 +194,7 @@ static const struct nt_field launch_fields[] = {
 	F(struct nt_cuda_launch, shared_mem, NT_F_U32, "bytes", "dynamic shared memory"),
 	F(struct nt_cuda_launch, kernel, NT_F_VSTR, "", "demangled kernel name (\"\" unknown)"),
 	F(struct nt_cuda_launch, api_name, NT_F_VSTR, "", "function called"),
-	F(struct nt_cuda_launch, stack, NT_F_VSTR, "", "symbolized frames, innermost first, ';'-separated"),
+	F(struct nt_cuda_launch, stack, NT_F_VSTR, "", "symbolized frames, root first (the probed function last), ';'-separated"),
 };
 
 static const struct nt_field graph_fields[] = {

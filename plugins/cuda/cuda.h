@@ -12,10 +12,12 @@
  * code, the device and the time spent in the call without knowing the type.
  * VSTR fields point inside the same record; an absent string has len 0.
  *
- * Stacks (VSTR `stack`): symbolized user frames, innermost first, separated
- * by ';'. Frame 0 is the probed API function itself (e.g. "cudaMalloc"),
- * frame 1 its caller. A frame is "function" (demangled), or "module+0xOFF"
- * when the module has no symbol there, or "0xADDR" when no module maps it.
+ * Stacks (VSTR `stack`): symbolized user frames, root (outermost) first,
+ * separated by ';', like a folded stack: the last frame is the probed API
+ * function itself (e.g. "cudaMalloc"), the one before it its caller. A
+ * frame is "function" (demangled), or "module+0xOFF" when the module has no
+ * symbol there (OFF as addr2line takes it). The frame-pointer walk is cut
+ * at the first implausible frame (no module, a repeat, the loader).
  * `stack_id` is a 64-bit hash of the raw return addresses (0: no stack);
  * equal ids within one process mean equal stacks (group by it cheaply).
  * Stacks are recorded only where the config says `stacks = true`.

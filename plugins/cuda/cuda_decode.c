@@ -457,51 +457,82 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Where a frame-pointer walk has gone past the real stack: an address in
+ * no mapped file, the same frame again (a frame that points to itself),
+ * or an unnamed address inside the dynamic loader (what a walk finds
+ * beyond _start when the startup code keeps no frame pointer). */
+bool nt_cuda_frame_implausible(uint64_t ip, uint64_t prev_ip, int sym_rc,
+			       const struct nt_symbol *sym)
+{
+	const char *mod = sym->module ? base_name(sym->module) : NULL;
+
+	if (!ip || ip == prev_ip || !mod)
+		return true;
+	return (sym_rc < 0 || !sym->name || !sym->name[0]) &&
+	       strncmp(mod, "ld-", 3) == 0;
+}
+
+/* One frame: its name, else "module+0xoffset" (the offset in the module,
+ * as addr2line takes it), else the address. ';' kept out of names. */
+static int format_frame(char *frame, size_t len, uint64_t ip, int rc,
+			const struct nt_symbol *sym)
+{
+	int w;
+
+	if (rc >= 0 && sym->name && sym->name[0])
+		w = snprintf(frame, len, "%s", sym->name);
+	else if (sym->module && sym->module[0])
+		w = snprintf(frame, len, "%s+0x%llx", base_name(sym->module),
+			     (unsigned long long)sym->offset);
+	else
+		w = snprintf(frame, len, "0x%llx", (unsigned long long)ip);
+	if (w < 0)
+		return 0;
+	if ((size_t)w >= len)
+		w = (int)len - 1;
+	for (int k = 0; k < w; k++)
+		if (frame[k] == ';')
+			frame[k] = ',';
+	return w;
+}
+
+/* Root first, as folded stacks are: the walk gives the innermost frame
+ * first, so frames are laid from the end of buf backwards, then moved to
+ * its start. When buf is too small the root side is what is left out. */
 size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 			    const uint64_t *ips, uint32_t n, char *buf,
 			    size_t cap)
 {
-	size_t len = 0;
+	size_t end, pos;
 
 	if (!cap)
 		return 0;
 	buf[0] = '\0';
+	end = pos = cap - 1;
 	if (n > st->stack_depth)
 		n = st->stack_depth;
 	for (uint32_t i = 0; i < n; i++) {
 		struct nt_symbol sym = {0};
 		char frame[512];
-		int w;
+		int rc = st->sym ? st->sym(st->sym_arg, pid, ips[i], &sym) : -ENOENT;
 
+		/* frame 0 is the probed function itself: always kept */
+		if (i && nt_cuda_frame_implausible(ips[i], ips[i - 1], rc, &sym))
+			break;
 		if (!ips[i])
 			break;
-		if (st->sym && st->sym(st->sym_arg, pid, ips[i], &sym) >= 0 &&
-		    sym.name && sym.name[0])
-			w = snprintf(frame, sizeof(frame), "%s", sym.name);
-		else if (sym.module && sym.module[0])
-			w = snprintf(frame, sizeof(frame), "%s+0x%llx",
-				     base_name(sym.module),
-				     (unsigned long long)sym.offset);
-		else
-			w = snprintf(frame, sizeof(frame), "0x%llx",
-				     (unsigned long long)ips[i]);
-		if (w < 0)
-			continue;
-		if ((size_t)w >= sizeof(frame))
-			w = sizeof(frame) - 1;
-		/* ';' separates frames: keep it out of names */
-		for (int k = 0; k < w; k++)
-			if (frame[k] == ';')
-				frame[k] = ',';
-		if (len + (i ? 1 : 0) + (size_t)w + 1 > cap)
+		size_t w = (size_t)format_frame(frame, sizeof(frame), ips[i], rc, &sym);
+		size_t need = w + (pos < end ? 1 : 0);
+		if (!w || need > pos)
 			break;
-		if (i)
-			buf[len++] = ';';
-		memcpy(buf + len, frame, (size_t)w);
-		len += (size_t)w;
-		buf[len] = '\0';
+		if (pos < end)
+			buf[--pos] = ';';
+		pos -= w;
+		memcpy(buf + pos, frame, w);
 	}
-	return len;
+	buf[end] = '\0';
+	memmove(buf, buf + pos, end - pos + 1);
+	return end - pos;
 }
 
 static void rec_stack(struct nt_cuda_state *st, struct nt_cuda_rec *rec,

@@ -140,11 +140,18 @@ uint64_t nt_cuda_outstanding(const struct nt_cuda_proc *p, int32_t device,
 			     uint32_t kind);
 
 /* Stack: hash of raw ips (0 when n == 0) and the ';'-joined symbolized
- * frames (innermost first) written to buf; returns the length. */
+ * frames, root (outermost) first like a folded stack, the probed function
+ * last, written to buf; returns the length. Unnamed frames read
+ * "module+0xOFFSET". The walk is cut at the first implausible frame. */
 uint64_t nt_cuda_stack_id(const uint64_t *ips, uint32_t n);
 size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 			    const uint64_t *ips, uint32_t n, char *buf,
 			    size_t cap);
+/* Has a frame-pointer walk gone past the real stack at `ip` (symbolized as
+ * sym, sym_rc)? An address in no mapped file, the previous frame again, an
+ * unnamed address inside the dynamic loader. */
+bool nt_cuda_frame_implausible(uint64_t ip, uint64_t prev_ip, int sym_rc,
+			       const struct nt_symbol *sym);
 
 /*
  * Decode one NT_CUDA_RAW_CALL record: updates the process state and writes

@@ -170,7 +170,7 @@ static const struct nt_field leak_fields[] = {
 	NT_FIELD(struct mem_leak_event, final, NT_F_BOOL, "", "reported at process exit"),
 	NT_FIELD(struct mem_leak_event, kind, NT_F_U8, "", "0 heap, 1 anonymous mmap"),
 	NT_FIELD(struct mem_leak_event, function, NT_F_VSTR, "", "allocating function (first frame outside the allocator)"),
-	NT_FIELD(struct mem_leak_event, stack, NT_F_VSTR, "", "frames, innermost first, joined by ' <- '"),
+	NT_FIELD(struct mem_leak_event, stack, NT_F_VSTR, "", "frames, root first, ';'-separated (folded)"),
 };
 
 static const struct nt_schema leak_schema = {
@@ -945,7 +945,6 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 {
 	uint64_t ips[MEM_MAX_DEPTH];
 	char text[STACK_TEXT_MAX], frame[512], function[512] = "", first[512] = "";
-	size_t used = 0;
 	int depth = (int)st->cfg->stack_depth;
 	struct mem_proc_info *p = proc_find(st, tgid, NULL);
 	const char *alloc_lib = p && p->lib[0] ? p->lib : st->self_libc;
@@ -960,13 +959,22 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 	memset(ips, 0, sizeof(ips));
 	if (bpf_map_lookup_elem(bpf_map__fd(st->skel->maps.stacks), &stack_id, ips))
 		return;
-	text[0] = '\0';
+	/* Root first, ';'-separated (folded): frames come innermost first,
+	 * so they are laid from the end of text backwards; a full buffer
+	 * leaves out the root side. */
+	size_t end = sizeof(text) - 1, pos = end;
+	text[end] = '\0';
 	for (int i = 0; i < depth && i < MEM_MAX_DEPTH && ips[i]; i++) {
 		struct nt_symbol sym;
 		int rc = st->host->symbolize(st->inst, tgid, ips[i], &sym);
 
-		if (rc && !sym.module)
+		if (rc && !sym.module) {
+			/* a library the symbolizer does not know yet, or the
+			 * walk gone astray: retry while the process lives */
 			unknown = true;
+		}
+		if (i && mem_frame_implausible(ips[i], ips[i - 1], rc, &sym))
+			break;
 		mem_format_frame(frame, sizeof(frame), ips[i], rc, &sym);
 		if (!first[0])
 			snprintf(first, sizeof(first), "%s", rc == 0 && sym.name ? sym.name : frame);
@@ -974,11 +982,15 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 		    !mem_frame_is_allocator(sym.name, sym.module, alloc_lib) &&
 		    !mem_is_libc_path(sym.module))
 			snprintf(function, sizeof(function), "%s", sym.name);
-		if (used + strlen(frame) + 5 >= sizeof(text))
+		size_t w = strlen(frame), need = w + (pos < end ? 1 : 0);
+		if (need > pos)
 			break;
-		used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%s",
-					 used ? " <- " : "", frame);
+		if (pos < end)
+			text[--pos] = ';';
+		pos -= w;
+		memcpy(text + pos, frame, w);
 	}
+	memmove(text, text + pos, end - pos + 1);
 	unknown = unknown && proc_alive(tgid);
 	mem_symcache_put(&st->syms, tgid, stack_id, text,
 			 function[0] ? function : first, unknown);

@@ -711,10 +711,22 @@ void mem_format_frame(char *buf, size_t len, uint64_t addr, int sym_rc,
 		else
 			snprintf(buf, len, "%s+0x%" PRIx64, sym->name, sym->offset);
 	} else if (mod) {
-		snprintf(buf, len, "0x%" PRIx64 " (%s)", addr, mod);
+		snprintf(buf, len, "%s+0x%" PRIx64, mod, sym->offset);
 	} else {
 		snprintf(buf, len, "0x%" PRIx64, addr);
 	}
+	for (char *p = buf; (p = strchr(p, ';')); p++)
+		*p = ','; /* C++ names may hold one; frames are ';'-separated */
+}
+
+bool mem_frame_implausible(uint64_t addr, uint64_t prev_addr, int sym_rc,
+			   const struct nt_symbol *sym)
+{
+	const char *mod = sym ? basename_of(sym->module) : NULL;
+
+	if (!addr || addr == prev_addr || !mod)
+		return true;
+	return (sym_rc != 0 || !sym->name || !sym->name[0]) && strncmp(mod, "ld-", 3) == 0;
 }
 
 bool mem_frame_is_allocator(const char *name, const char *module,

@@ -141,9 +141,16 @@ const struct mem_group *mem_groups_find(const struct mem_group *sorted, size_t n
 
 /* ---- stack text ------------------------------------------------- */
 
-/* One frame: "name+0xoff (module)", or "0xaddr (module)", or "0xaddr". */
+/* One frame: "name+0xoff (module)", or "module+0xoff" (no symbol: the
+ * offset in the module, as addr2line takes it), or "0xaddr". Never holds
+ * ';' (the frame separator). */
 void mem_format_frame(char *buf, size_t len, uint64_t addr, int sym_rc,
 		      const struct nt_symbol *sym);
+/* Has a frame-pointer walk gone past the real stack at `addr`? An address
+ * in no mapped file, the previous frame again (prev_addr), or an unnamed
+ * address inside the dynamic loader (beyond _start). */
+bool mem_frame_implausible(uint64_t addr, uint64_t prev_addr, int sym_rc,
+			   const struct nt_symbol *sym);
 /* Allocator plumbing a leak should not be blamed on (operator new,
  * malloc wrappers of the C library itself). */
 bool mem_frame_is_allocator(const char *name, const char *module,
@@ -152,7 +159,7 @@ bool mem_frame_is_allocator(const char *name, const char *module,
 struct mem_stack_text {
 	uint32_t tgid;
 	int32_t stack_id;
-	char *text;     /* frames, innermost first, joined by " <- " */
+	char *text;     /* frames, root first, ';'-separated (folded) */
 	char *function; /* the allocating function's name (never NULL) */
 	bool incomplete; /* some frame's module was unknown: worth a retry */
 };

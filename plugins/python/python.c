@@ -1780,23 +1780,35 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 		memcpy(&v, (const char *)ev + fs->offset, sizeof(v));
 		if (v.len && (uint64_t)v.off + v.len <= ev->size) {
 			txt = (const char *)ev + v.off;
-			/* innermost first, ';'-separated, up to the eval loop */
-			for (size_t i = 0, start = 0; i <= v.len && k < PY_NATIVE_MAX; i++) {
-				if (i == v.len || txt[i] == ';') {
-					frames[k] = txt + start;
-					lens[k] = i - start;
-					if (lens[k] && memmem(frames[k], lens[k], "_PyEval_EvalFrame", 17))
-						break;
-					if (lens[k])
-						k++;
-					start = i + 1;
+			/* root first, ';'-separated: the native frames after the
+			 * last eval-loop frame, at most the innermost
+			 * PY_NATIVE_MAX (a ring of the latest ones) */
+			uint32_t head = 0;
+			for (size_t i = 0, start = 0; i <= v.len; i++) {
+				if (i < v.len && txt[i] != ';')
+					continue;
+				size_t len = i - start;
+				const char *f = txt + start;
+				start = i + 1;
+				if (!len)
+					continue;
+				if (memmem(f, len, "_PyEval_EvalFrame", 17)) {
+					k = head = 0;
+					continue;
 				}
+				frames[(head + k) % PY_NATIVE_MAX] = f;
+				lens[(head + k) % PY_NATIVE_MAX] = len;
+				if (k < PY_NATIVE_MAX)
+					k++;
+				else
+					head = (head + 1) % PY_NATIVE_MAX;
 			}
-			for (uint32_t i = k; i-- > 0;) {
+			for (uint32_t i = 0; i < k; i++) {
+				uint32_t at = (head + i) % PY_NATIVE_MAX;
 				char name[256];
-				size_t l = lens[i] < sizeof(name) - 1 ? lens[i] : sizeof(name) - 1;
+				size_t l = lens[at] < sizeof(name) - 1 ? lens[at] : sizeof(name) - 1;
 
-				memcpy(name, frames[i], l);
+				memcpy(name, frames[at], l);
 				name[l] = '\0';
 				ids[n++] = py_agg_frame(st->agg, name, NULL, 0);
 			}

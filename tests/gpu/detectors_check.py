@@ -84,7 +84,7 @@ if scen == "leak":
               "growth %d MiB, live %d MiB; top stack %d MiB from %s"
               % (lat, a["ev"]["probability"], a["ev"]["growth_bytes"] >> 20,
                  a["ev"]["live_bytes"] >> 20, top["bytes"] >> 20, top["function"]))
-        print("  top stack: %s" % " <- ".join(top["stack"][:8]))
+        print("  top stack (root first): %s" % ";".join(top["stack"][-8:]))
         if not 0 <= lat <= 5.0:
             bad("alert %.2f s after the trend's start" % lat)
         before = [x for x in grow if x["ts"] < t0]
@@ -109,7 +109,7 @@ elif scen == "oom":
               % (len(oom), a["ev"]["requested_bytes"] >> 30, card >> 30,
                  a["ev"]["live_bytes"] >> 20, a["ev"]["caller"], lat,
                  len(a["ev"]["recent_allocations"])))
-        print("  stack: %s" % " <- ".join(a["ev"]["stack"][:10]))
+        print("  stack (root first): %s" % ";".join(a["ev"]["stack"][-10:]))
         if a["ev"]["requested_bytes"] < card:
             bad("requested %d < card %d" % (a["ev"]["requested_bytes"], card))
         # the 100 ms bound is the fixture test's; here it is reported

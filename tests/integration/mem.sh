@@ -77,7 +77,10 @@ leaks = one("mem.leak", final=True, function="leak_some")
 assert len(leaks) == 1, f"{len(leaks)} final leak_some stacks"
 l = leaks[0]
 assert l["allocs"] == 100 and l["bytes"] == 102400 and l["kind"] == 0, l
-assert l["stack"].startswith("leak_some+") and "main+" in l["stack"], l["stack"]
+# root first, ';'-separated: main before leak_some, the allocating frame last
+frames = l["stack"].split(";")
+assert frames[-1].startswith("leak_some+") and any(f.startswith("main+") for f in frames[:-1]), l["stack"]
+assert not any(f.startswith("ld-linux") for f in frames), l["stack"]
 mm = one("mem.leak", final=True, function="touch_buffer")[0]
 assert mm["kind"] == 1 and mm["bytes"] == 64 << 20 and mm["allocs"] == 1, mm
 rep = one("mem.report", final=True)[0]["text"]
@@ -106,7 +109,7 @@ assert met.get("ntcore_mem_heap_live_allocations") == 100, met
 assert met.get("ntcore_mem_heap_allocations_total") == 1000, met
 assert met.get("ntcore_mem_rss_peak_bytes", 0) >= 64 << 20, met
 print(f"mem.sh: leak: pid {pid}: 100 allocations / 102400 B outstanding from "
-      f"{l['stack'].split(' <- ')[0]}; RSS +{(grown[0]['rss_bytes'] - base) >> 20} MiB "
+      f"{l['stack'].split(';')[-1]}; RSS +{(grown[0]['rss_bytes'] - base) >> 20} MiB "
       f"reported {delay_ms:.0f} ms after the touch (interval {interval_ms} ms)")
 EOF
 

@@ -38,6 +38,7 @@ static int fake_sym(void *arg, uint32_t pid, uint64_t addr, struct nt_symbol *s)
 	if (addr >= 0x2000 && addr < 0x2100) {
 		s->name = "train_step";
 		s->offset = addr - 0x2000;
+		s->module = "/w/cuda_workload";
 		return 0;
 	}
 	if (addr >= 0x3000 && addr < 0x3100) {
@@ -47,7 +48,13 @@ static int fake_sym(void *arg, uint32_t pid, uint64_t addr, struct nt_symbol *s)
 	}
 	if (addr == 0x4000) {
 		s->name = "a;b";
+		s->module = "/w/cuda_workload";
 		return 0;
+	}
+	if (addr >= 0x5000 && addr < 0x5100) { /* the loader, no symbol */
+		s->module = "/lib64/ld-linux-x86-64.so.2";
+		s->offset = addr - 0x5000 + 0x1c000;
+		return -ENOENT;
 	}
 	return -ENOENT;
 }
@@ -155,7 +162,7 @@ START_TEST(test_alloc_free)
 	ck_assert_uint_eq(a->outstanding_bytes, 1048576);
 	ck_assert_uint_ne(a->stack_id, 0);
 	ck_assert_str_eq(vstr(&out[0], a->api_name), "cudaMalloc");
-	ck_assert_str_eq(vstr(&out[0], a->stack), "vector_add(float*, int);train_step");
+	ck_assert_str_eq(vstr(&out[0], a->stack), "train_step;vector_add(float*, int)");
 	ck_assert_uint_eq(a->hdr.size, a->stack.off + a->stack.len);
 
 	rc = call(NT_CUDA_API_cuMemAlloc_v2, 0, 0x7ffd0000, 4096, 0, 0, 0);
@@ -443,27 +450,39 @@ START_TEST(test_kernel_names)
 	ck_assert_uint_eq(l->shared_mem, 4096);
 	ck_assert_str_eq(vstr(&out[0], l->kernel), "vector_add(float*, int)");
 	ck_assert_str_eq(vstr(&out[0], l->api_name), "cuLaunchKernel");
-	ck_assert_str_eq(vstr(&out[0], l->stack), "libfoo.so.1+0x510;a,b;train_step");
+	ck_assert_str_eq(vstr(&out[0], l->stack), "train_step;a,b;libfoo.so.1+0x510");
 }
 END_TEST
 
 START_TEST(test_stack_format)
 {
-	uint64_t ips[4] = { 0x1000, 0x2004, 0x123456, 0 };
-	char buf[64];
+	uint64_t ips[4] = { 0x1000, 0x2004, 0x3010, 0 };
+	/* the walk past the real stack: a repeat, the loader, no module */
+	uint64_t repeat[4] = { 0x1000, 0x2004, 0x2004, 0x3010 };
+	uint64_t loader[4] = { 0x1000, 0x2004, 0x5010, 0x5010 };
+	uint64_t nowhere[4] = { 0x1000, 0x2004, 0x123456, 0x3010 };
+	char buf[80];
 	size_t n;
 
+	/* root first, the probed function last; an unnamed frame keeps its
+	 * offset in the module */
 	n = nt_cuda_format_stack(&st, 1, ips, 4, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "vector_add(float*, int);train_step;0x123456");
+	ck_assert_str_eq(buf, "libfoo.so.1+0x510;train_step;vector_add(float*, int)");
 	ck_assert_uint_eq(n, strlen(buf));
+	nt_cuda_format_stack(&st, 1, repeat, 4, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
+	nt_cuda_format_stack(&st, 1, loader, 4, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
+	nt_cuda_format_stack(&st, 1, nowhere, 4, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
 	/* depth limit */
 	st.stack_depth = 1;
 	nt_cuda_format_stack(&st, 1, ips, 4, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "vector_add(float*, int)");
 	st.stack_depth = NT_CUDA_STACK_MAX;
-	/* truncation keeps whole frames */
-	nt_cuda_format_stack(&st, 1, ips, 4, buf, 30);
-	ck_assert_str_eq(buf, "vector_add(float*, int)");
+	/* truncation keeps whole frames, the innermost ones */
+	nt_cuda_format_stack(&st, 1, ips, 4, buf, 40);
+	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
 	ck_assert_uint_eq(nt_cuda_stack_id(ips, 0), 0);
 	ck_assert_uint_ne(nt_cuda_stack_id(ips, 2), nt_cuda_stack_id(ips, 3));
 	ck_assert_uint_eq(nt_cuda_stack_id(ips, 2), nt_cuda_stack_id(ips, 2));

@@ -44,13 +44,13 @@ START_TEST(test_stacktab)
 	uint32_t a, b, c;
 
 	stacktab_init(&t, 3);
-	a = stacktab_intern(&t, "cudaMalloc;f;main", 17);
-	b = stacktab_intern(&t, "cudaMalloc;g;main;", 18); /* trailing ';' */
-	c = stacktab_intern(&t, "cudaMalloc;f;main", 17);
+	a = stacktab_intern(&t, "main;f;cudaMalloc", 17);
+	b = stacktab_intern(&t, "main;g;cudaMalloc;", 18); /* trailing ';' */
+	c = stacktab_intern(&t, "main;f;cudaMalloc", 17);
 	ck_assert_uint_eq(a, 1);
 	ck_assert_uint_eq(b, 2);
 	ck_assert_uint_eq(c, a);
-	ck_assert_str_eq(stacktab_get(&t, b), "cudaMalloc;g;main");
+	ck_assert_str_eq(stacktab_get(&t, b), "main;g;cudaMalloc");
 	ck_assert_uint_eq(stacktab_intern(&t, "", 0), 0);
 	ck_assert_str_eq(stacktab_get(&t, 0), "");
 	/* max 3: a third distinct stack maps to the overflow entry */
@@ -620,28 +620,25 @@ START_TEST(test_util)
 	sb_json_str(&b, "a\"b\\c\n\x01");
 	ck_assert_str_eq(sb_str(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
 	sb_reset(&b);
-	sb_json_stack(&b, "cudaMalloc;leak_here;main;;", 2);
-	ck_assert_str_eq(sb_str(&b), "[\"cudaMalloc\",\"leak_here\"]");
+	sb_json_stack(&b, "main;leak_here;cudaMalloc;;", 2);
+	ck_assert_str_eq(sb_str(&b), "[\"leak_here\",\"cudaMalloc\"]");
 	sb_reset(&b);
 	sb_xml_str(&b, "a<b>&\"");
 	ck_assert_str_eq(sb_str(&b), "a&lt;b&gt;&amp;&quot;");
 	sb_free(&b);
 	ck_assert_str_eq(fmt_bytes(512, buf, sizeof(buf)), "512 B");
 	ck_assert_str_eq(fmt_bytes(3 * MiB / 2, buf, sizeof(buf)), "1.50 MiB");
-	ck_assert_str_eq(stack_frame("a;b;c", 2, buf, sizeof(buf)), "c");
-	ck_assert_str_eq(stack_frame("a;b;c", 3, buf, sizeof(buf)), "");
-	ck_assert_str_eq(stack_user_frame("cuMemAlloc_v2;libcudart.so.12+0x1234;"
-					  "train_step;main", buf, sizeof(buf)),
+	ck_assert_str_eq(stack_frame("c;b;a", 2, buf, sizeof(buf)), "c");
+	ck_assert_str_eq(stack_frame("c;b;a", 3, buf, sizeof(buf)), "");
+	ck_assert_str_eq(stack_user_frame("main;train_step;libcudart.so.12+0x1234;cuMemAlloc_v2", buf, sizeof(buf)),
 			 "train_step");
 	ck_assert_str_eq(stack_user_frame("cudaMalloc", buf, sizeof(buf)),
 			 "cudaMalloc");
 	/* a launch seen at the driver, through the runtime's own frames and
 	 * the kernel's host stub */
-	ck_assert_str_eq(stack_caller("cuLaunchKernel;launch;cudaLaunchKernel;"
-				      "wl_kernel;train_loop;main", "wl_kernel",
+	ck_assert_str_eq(stack_caller("main;train_loop;wl_kernel;cudaLaunchKernel;launch;cuLaunchKernel", "wl_kernel",
 				      buf, sizeof(buf)), "train_loop");
-	ck_assert_str_eq(stack_caller("cudaLaunchKernel;__device_stub__Z1kPf;"
-				      "k(float*);step", "k(float*)", buf,
+	ck_assert_str_eq(stack_caller("step;k(float*);__device_stub__Z1kPf;cudaLaunchKernel", "k(float*)", buf,
 				      sizeof(buf)), "step");
 	ck_assert_str_eq(short_fn("c10::cuda::X::alloc_block(c10::A&, bool)", buf, sizeof(buf)),
 			 "c10::cuda::X::alloc_block");
@@ -659,7 +656,7 @@ START_TEST(test_cudaev_decode)
 	struct cuev_cache c = { 0 };
 	struct cuev e;
 	struct nt_cuda_alloc *a = mk_alloc(100, 5 * SEC, 0x7000, 4096, 0,
-					   NT_CUDA_LAYER_RUNTIME, "cudaMalloc;f;main");
+					   NT_CUDA_LAYER_RUNTIME, "main;f;cudaMalloc");
 	struct proc_exit_rec *x = mk_exit(100, 3);
 	char buf[64];
 
@@ -677,7 +674,7 @@ START_TEST(test_cudaev_decode)
 	ck_assert_int_eq(e.device, 0);
 	ck_assert_uint_eq(e.api, NT_CUDA_API_cudaMalloc);
 	ck_assert_uint_eq(e.kind, NT_CUDA_MEM_DEVICE);
-	ck_assert_str_eq(cuev_str_copy(e.stack, buf, sizeof(buf)), "cudaMalloc;f;main");
+	ck_assert_str_eq(cuev_str_copy(e.stack, buf, sizeof(buf)), "main;f;cudaMalloc");
 	ck_assert_str_eq(cuev_api_name(&e, buf, sizeof(buf)), "cudaMalloc");
 	ck_assert(!cuev_failed(&e));
 	ck_assert_uint_eq(c.n, 1);
@@ -708,10 +705,10 @@ START_TEST(test_track_layers)
 	struct amap_entry ent;
 	struct nt_cuda_alloc *d = mk_alloc(5, 100, 0x9000, 1 * MiB, 0,
 					   NT_CUDA_LAYER_DRIVER,
-					   "cuMemAlloc_v2;libcudart.so+0x10;cudaMalloc");
+					   "cudaMalloc;libcudart.so+0x10;cuMemAlloc_v2");
 	struct nt_cuda_alloc *r = mk_alloc(5, 101, 0x9000, 1 * MiB, 0,
 					   NT_CUDA_LAYER_RUNTIME,
-					   "cudaMalloc;alloc_weights;main");
+					   "main;alloc_weights;cudaMalloc");
 	struct nt_cuda_free *fd = mk_free(5, 200, 0x9000, NT_CUDA_LAYER_DRIVER);
 	struct nt_cuda_free *fr = mk_free(5, 201, 0x9000, NT_CUDA_LAYER_RUNTIME);
 	struct amap_proc *p;
@@ -727,7 +724,7 @@ START_TEST(test_track_layers)
 	ck_assert_uint_eq(p->n_alloc, 1);
 	ck_assert_uint_eq(p->replaced, 0);
 	ck_assert(amap_lookup(&t.map, 5, 0x9000, &ent));
-	ck_assert_str_eq(stacktab_get(&t.st, ent.stack), "cudaMalloc;alloc_weights;main");
+	ck_assert_str_eq(stacktab_get(&t.st, ent.stack), "main;alloc_weights;cudaMalloc");
 	cuev_decode(&c, &fd->hdr, &free_schema, &e);
 	ck_assert_int_eq(track_free(&t, &e, &ent), TRACK_FREED);
 	cuev_decode(&c, &fr->hdr, &free_schema, &e);
@@ -798,7 +795,7 @@ START_TEST(test_svg_timeline)
 	for (int i = 0; i < 16; i++)
 		idx[i] = tl_alloc(&t, base + (uint64_t)i * MiB, MiB,
 				  (uint64_t)(i + 1) * 10000000ULL,
-				  stacktab_intern(&st, "cudaMalloc;small_block;main", 27));
+				  stacktab_intern(&st, "main;small_block;cudaMalloc", 27));
 	for (int i = 1; i < 16; i += 2)
 		tl_free(&t, idx[i], 200000000ULL + (uint64_t)i * 1000000ULL);
 	tl_failed(&t, 4 * MiB, 300000000ULL, 0);
@@ -857,15 +854,15 @@ START_TEST(test_det_oom_evidence)
 	for (int i = 0; i < 6; i++)
 		feed(&x, mk_alloc(300, SEC + (uint64_t)i, base + (uint64_t)i * 2 * MiB,
 				  2 * MiB, 0, NT_CUDA_LAYER_RUNTIME,
-				  i == 5 ? "cudaMalloc;load_batch;main"
-					 : "cudaMalloc;alloc_weights;main"),
+				  i == 5 ? "main;load_batch;cudaMalloc"
+					 : "main;alloc_weights;cudaMalloc"),
 		     &alloc_schema);
 	feed(&x, mk_free(300, 2 * SEC, base + 2 * MiB, NT_CUDA_LAYER_RUNTIME), &free_schema);
 	feed(&x, mk_free(300, 2 * SEC, base + 6 * MiB, NT_CUDA_LAYER_RUNTIME), &free_schema);
 	ck_assert_int_eq(F.npub, 0);
 	/* 64 MiB fails: cudaErrorMemoryAllocation */
 	fail = mk_alloc(300, 3 * SEC, 0, 64 * MiB, 2, NT_CUDA_LAYER_RUNTIME,
-			"cudaMalloc;train_step;main");
+			"main;train_step;cudaMalloc");
 	fail->duration_ns = 1234;
 	feed(&x, fail, &alloc_schema);
 	ck_assert_int_eq(F.npub, 1);
@@ -882,7 +879,7 @@ START_TEST(test_det_oom_evidence)
 	ck_assert_ptr_nonnull(strstr(a.ev, "\"largest_free_hole_bytes\":2097152"));
 	ck_assert_ptr_nonnull(strstr(a.ev, "\"free_in_span_bytes\":4194304"));
 	ck_assert_ptr_nonnull(strstr(a.ev, "\"holes\":2"));
-	ck_assert_ptr_nonnull(strstr(a.ev, "\"stack\":[\"cudaMalloc\",\"train_step\",\"main\"]"));
+	ck_assert_ptr_nonnull(strstr(a.ev, "\"stack\":[\"main\",\"train_step\",\"cudaMalloc\"]"));
 	/* the last 3 successful allocations, newest first */
 	ck_assert_ptr_nonnull(strstr(a.ev, "\"recent_allocations\":[{\"bytes\":2097152,"
 					   "\"ptr\":\"0x7f3300a00000\""));
@@ -892,7 +889,7 @@ START_TEST(test_det_oom_evidence)
 	alert_free(&a);
 	/* an allocation that fits the free total but no hole: fragmentation */
 	feed(&x, mk_alloc(300, 4 * SEC, 0, 3 * MiB, 2, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;train_step;main"), &alloc_schema);
+			  "main;train_step;cudaMalloc"), &alloc_schema);
 	ck_assert(alert_get("alert.cuda_oom", 1, &a));
 	ck_assert_ptr_nonnull(strstr(a.ev, "fragmentation"));
 	alert_free(&a);
@@ -901,7 +898,7 @@ START_TEST(test_det_oom_evidence)
 	ck_assert_int_eq(F.npub, 2);
 	/* the same request again 3 ms later (an allocator's retry): info */
 	feed(&x, mk_alloc(300, 4 * SEC + 3000000, 0, 3 * MiB, 2, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;train_step;main"), &alloc_schema);
+			  "main;train_step;cudaMalloc"), &alloc_schema);
 	ck_assert(alert_get("alert.cuda_oom", 2, &a));
 	ck_assert_uint_eq(a.severity, NT_SEV_INFO);
 	ck_assert_msg(strstr(a.msg, "retry 1, 3.0 ms after the previous failure: cudaMalloc of"),
@@ -926,22 +923,22 @@ START_TEST(test_det_memleak_exit)
 	 * from leak_here, a caching allocator block that stays */
 	for (int i = 0; i < 10; i++) {
 		feed(&x, mk_alloc(400, SEC, base + (uint64_t)i * MiB, MiB, 0,
-				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;scratch;main"),
+				  NT_CUDA_LAYER_RUNTIME, "main;scratch;cudaMalloc"),
 		     &alloc_schema);
 		feed(&x, mk_free(400, SEC, base + (uint64_t)i * MiB, NT_CUDA_LAYER_RUNTIME),
 		     &free_schema);
 	}
 	for (int i = 0; i < 3; i++)
 		feed(&x, mk_alloc(400, SEC, base + 100 * MiB + (uint64_t)i * 4096, 4096, 0,
-				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;leak_here;main"),
+				  NT_CUDA_LAYER_RUNTIME, "main;leak_here;cudaMalloc"),
 		     &alloc_schema);
 	feed(&x, mk_alloc(400, SEC, base + 200 * MiB, 1000, 0, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;other_leak;main"), &alloc_schema);
+			  "main;other_leak;cudaMalloc"), &alloc_schema);
 	feed(&x, mk_alloc(400, SEC, base + 300 * MiB, 20 * MiB, 0, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;c10::cuda::CUDACachingAllocator::malloc;main"),
+			  "main;c10::cuda::CUDACachingAllocator::malloc;cudaMalloc"),
 	     &alloc_schema);
 	/* another process's memory is not in this report */
-	feed(&x, mk_alloc(401, SEC, base, 5, 0, NT_CUDA_LAYER_RUNTIME, "cudaMalloc;x"),
+	feed(&x, mk_alloc(401, SEC, base, 5, 0, NT_CUDA_LAYER_RUNTIME, "x;cudaMalloc"),
 	     &alloc_schema);
 	feed(&x, mk_exit(400, 0), &exit_schema);
 	x.d->poll(x.state, 1, 100);
@@ -985,8 +982,7 @@ START_TEST(test_det_memleak_cache_only_exit)
 
 	det_open(&x, "cuda_memleak", over);
 	feed(&x, mk_alloc(500, SEC, 0x7f0000000000ULL, 20 * MiB, 0, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;c10::cuda::CUDACachingAllocator::Native::"
-			  "DeviceCachingAllocator::malloc;python3"), &alloc_schema);
+			  "python3;c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc;cudaMalloc"), &alloc_schema);
 	feed(&x, mk_exit(500, 0), &exit_schema);
 	x.d->flush(x.state);
 	ck_assert_int_eq(pub_count("alert.cuda_memleak"), 0);
@@ -1009,14 +1005,14 @@ START_TEST(test_det_memleak_online)
 	det_open(&x, "cuda_memleak", over);
 	ck_assert_uint_eq(F.timer_ms, 10); /* window / 4, at least 10 */
 	feed(&x, mk_alloc(601, t0, base + 999 * MiB, 64 * MiB, 0, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;steady;main"), &alloc_schema);
+			  "main;steady;cudaMalloc"), &alloc_schema);
 	for (int i = 0; i < 40 && pub_count("alert.cuda_memleak") == 0; i++) {
 		feed(&x, mk_alloc(600, mono_now_ns(), base + (uint64_t)i * MiB, MiB, 0,
-				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;keep_tensor;main"),
+				  NT_CUDA_LAYER_RUNTIME, "main;keep_tensor;cudaMalloc"),
 		     &alloc_schema);
 		/* churn in the steady process: alloc and free */
 		feed(&x, mk_alloc(601, mono_now_ns(), base + 2000 * MiB, MiB, 0,
-				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;steady;main"),
+				  NT_CUDA_LAYER_RUNTIME, "main;steady;cudaMalloc"),
 		     &alloc_schema);
 		feed(&x, mk_free(601, mono_now_ns(), base + 2000 * MiB, NT_CUDA_LAYER_RUNTIME),
 		     &free_schema);
@@ -1048,19 +1044,19 @@ START_TEST(test_det_errors_ratelimit)
 	for (int i = 0; i < 5; i++)
 		feed(&x, mk_error(700, SEC + (uint64_t)i, "cudaMemcpy",
 				  "cudaErrorInvalidValue", 1,
-				  i == 0 ? "cudaMemcpy;copy_back;main" : "cudaMemcpy;other;main"),
+				  i == 0 ? "main;copy_back;cudaMemcpy" : "main;other;cudaMemcpy"),
 		     &error_schema);
 	feed(&x, mk_error(700, 2 * SEC, "cudaLaunchKernel", "cudaErrorIllegalAddress",
-			  700, "cudaLaunchKernel;bad_kernel_launch;main"), &error_schema);
+			  700, "main;bad_kernel_launch;cudaLaunchKernel"), &error_schema);
 	feed(&x, mk_error(700, 2 * SEC, "cudaStreamQuery", "cudaErrorNotReady", 600,
-			  "cudaStreamQuery;poll;main"), &error_schema);
+			  "main;poll;cudaStreamQuery"), &error_schema);
 	ck_assert_int_eq(pub_count("alert.cuda_errors"), 2);
 	ck_assert(alert_get("alert.cuda_errors", 0, &a));
 	ck_assert_uint_eq(a.severity, NT_SEV_WARNING);
 	ck_assert_msg(strstr(a.msg, "cudaMemcpy returned cudaErrorInvalidValue in pid 700"),
 		      "%s", a.msg);
 	ck_assert_ptr_nonnull(strstr(a.msg, "called from copy_back"));
-	ck_assert_ptr_nonnull(strstr(a.ev, "\"first_stack\":[\"cudaMemcpy\",\"copy_back\",\"main\"]"));
+	ck_assert_ptr_nonnull(strstr(a.ev, "\"first_stack\":[\"main\",\"copy_back\",\"cudaMemcpy\"]"));
 	alert_free(&a);
 	ck_assert(alert_get("alert.cuda_errors", 1, &a));
 	ck_assert_uint_eq(a.severity, NT_SEV_CRITICAL);
@@ -1089,7 +1085,7 @@ START_TEST(test_det_errors_global_limit)
 	det_open(&x, "cuda_errors", over);
 	for (int i = 0; i < 10; i++) {
 		snprintf(name, sizeof(name), "cudaFunc%d", i);
-		feed(&x, mk_error(700, SEC, name, "cudaErrorInvalidValue", 1, "f;main"),
+		feed(&x, mk_error(700, SEC, name, "cudaErrorInvalidValue", 1, "main;f"),
 		     &error_schema);
 	}
 	ck_assert_int_eq(pub_count("alert.cuda_errors"), 3);
@@ -1115,7 +1111,7 @@ START_TEST(test_det_frag_pattern)
 	/* 32 blocks of 1 MiB, every other freed, then 4 MiB fails */
 	for (int i = 0; i < 32; i++)
 		feed(&x, mk_alloc(800, SEC + (uint64_t)i * 1000, base + (uint64_t)i * MiB, MiB,
-				  0, NT_CUDA_LAYER_RUNTIME, "cudaMalloc;small_block;main"),
+				  0, NT_CUDA_LAYER_RUNTIME, "main;small_block;cudaMalloc"),
 		     &alloc_schema);
 	for (int i = 1; i < 32; i += 2)
 		feed(&x, mk_free(800, 2 * SEC + (uint64_t)i * 1000, base + (uint64_t)i * MiB,
@@ -1137,7 +1133,7 @@ START_TEST(test_det_frag_pattern)
 	x.d->poll(x.state, 1, 100);
 	ck_assert_int_eq(pub_count("alert.cuda_frag"), 1);
 	feed(&x, mk_alloc(800, 3 * SEC, 0, 4 * MiB, 2, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;big_request;main"), &alloc_schema);
+			  "main;big_request;cudaMalloc"), &alloc_schema);
 	ck_assert_int_eq(pub_count("alert.cuda_frag"), 2);
 	ck_assert(alert_get("alert.cuda_frag", 1, &a));
 	ck_assert_uint_eq(a.severity, NT_SEV_CRITICAL);
@@ -1174,14 +1170,14 @@ START_TEST(test_det_frag_unused_holes)
 	det_open(&x, "cuda_frag", over);
 	for (int i = 0; i < 32; i++)
 		feed(&x, mk_alloc(810, SEC, base + (uint64_t)i * MiB, MiB, 0,
-				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;blk;main"), &alloc_schema);
+				  NT_CUDA_LAYER_RUNTIME, "main;blk;cudaMalloc"), &alloc_schema);
 	feed(&x, mk_free(810, SEC, base + 1 * MiB, NT_CUDA_LAYER_RUNTIME), &free_schema);
 	feed(&x, mk_free(810, SEC, base + 3 * MiB, NT_CUDA_LAYER_RUNTIME), &free_schema);
 	x.d->poll(x.state, 1, 100); /* 2 holes: below min_holes */
 	ck_assert_int_eq(pub_count("alert.cuda_frag"), 0);
 	for (int i = 0; i < 5; i++) /* fit a 1 MiB hole, placed past the span */
 		feed(&x, mk_alloc(810, SEC, base + (uint64_t)(100 + i) * MiB, MiB, 0,
-				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;blk;main"), &alloc_schema);
+				  NT_CUDA_LAYER_RUNTIME, "main;blk;cudaMalloc"), &alloc_schema);
 	for (int i = 5; i < 32; i += 2)
 		feed(&x, mk_free(810, SEC, base + (uint64_t)i * MiB, NT_CUDA_LAYER_RUNTIME),
 		     &free_schema);
@@ -1202,13 +1198,13 @@ START_TEST(test_det_frag_paged)
 	det_open(&x, "cuda_frag", over);
 	for (int i = 0; i < 32; i++)
 		feed(&x, mk_alloc(820, SEC, base + (uint64_t)i * MiB, MiB, 0,
-				  NT_CUDA_LAYER_RUNTIME, "cudaMalloc;blk;main"), &alloc_schema);
+				  NT_CUDA_LAYER_RUNTIME, "main;blk;cudaMalloc"), &alloc_schema);
 	for (int i = 1; i < 32; i += 2)
 		feed(&x, mk_free(820, SEC, base + (uint64_t)i * MiB, NT_CUDA_LAYER_RUNTIME),
 		     &free_schema);
 	x.d->poll(x.state, 1, 100);
 	feed(&x, mk_alloc(820, 2 * SEC, 0, 4 * MiB, 2, NT_CUDA_LAYER_RUNTIME,
-			  "cudaMalloc;big;main"), &alloc_schema);
+			  "main;big;cudaMalloc"), &alloc_schema);
 	ck_assert_int_eq(pub_count("alert.cuda_frag"), 0);
 	det_close(&x);
 }
@@ -1299,7 +1295,7 @@ START_TEST(test_det_hang)
 	det_open(&x, "cuda_hang", over);
 	ck_assert_uint_eq(F.timer_ms, 20);
 	t0 = mono_now_ns();
-	feed(&x, mk_launch(me, me, t0, "spin_forever(int*)", "cudaLaunchKernel;launch_spin;main"),
+	feed(&x, mk_launch(me, me, t0, "spin_forever(int*)", "main;launch_spin;cudaLaunchKernel"),
 	     &launch_schema);
 	feed(&x, mk_enter(me, me + 1000000, t0 + 1000), &enter_schema);
 	/* the poll loop stands in for the 20 ms timer: the report must come

@@ -429,11 +429,22 @@ START_TEST(test_frames)
 
 	mem_format_frame(buf, sizeof(buf), 0x401000, 0, &sym);
 	ck_assert_str_eq(buf, "leak_some+0x2a (mem-leaker)");
+	/* no symbol: the frame keeps its offset in the module */
 	mem_format_frame(buf, sizeof(buf), 0x401000, -ENOENT, &sym);
-	ck_assert_str_eq(buf, "0x401000 (mem-leaker)");
+	ck_assert_str_eq(buf, "mem-leaker+0x2a");
 	memset(&sym, 0, sizeof(sym));
 	mem_format_frame(buf, sizeof(buf), 0xdead, -ESRCH, &sym);
 	ck_assert_str_eq(buf, "0xdead");
+	/* where the frame-pointer walk went past the stack */
+	ck_assert(mem_frame_implausible(0xdead, 0x401000, -ESRCH, &sym));   /* no module */
+	sym.module = "/tmp/x/mem-leaker";
+	sym.name = "main";
+	ck_assert(!mem_frame_implausible(0x401000, 0x402000, 0, &sym));
+	ck_assert(mem_frame_implausible(0x401000, 0x401000, 0, &sym));     /* a repeat */
+	sym.module = "/lib64/ld-linux-x86-64.so.2";
+	ck_assert(!mem_frame_implausible(0x7f0000, 0x401000, 0, &sym));    /* named */
+	sym.name = NULL;
+	ck_assert(mem_frame_implausible(0x7f0000, 0x401000, -ENOENT, &sym));
 
 	ck_assert(mem_frame_is_allocator("operator new(unsigned long)", "/usr/lib/libstdc++.so.6", NULL));
 	ck_assert(mem_frame_is_allocator("strdup", "/lib/libc.so.6", "/lib/libc.so.6"));
@@ -471,7 +482,7 @@ START_TEST(test_report_text)
 		{.tgid = 7, .stack_id = 5, .kind = MEM_KIND_MMAP, .bytes = 64u << 20, .count = 1},
 	};
 	struct mem_report_line lines[2] = {
-		{&g[0], "leak_some+0x2a (mem-leaker) <- main+0x40 (mem-leaker)", "leak_some"},
+		{&g[0], "main+0x40 (mem-leaker);leak_some+0x2a (mem-leaker)", "leak_some"},
 		{&g[1], NULL, NULL},
 	};
 	struct mem_report_proc p = {
@@ -486,7 +497,7 @@ START_TEST(test_report_text)
 	ck_assert_str_eq(buf,
 		"pid 7 (mem-leaker) exited: heap 100.0 KiB in 100 allocations outstanding "
 		"(peak 1000.0 KiB; 1000 allocs, 900 frees); rss 70.0 MiB (peak 71.0 MiB)\n"
-		"  #1 100.0 KiB in 100 allocs from leak_some: leak_some+0x2a (mem-leaker) <- main+0x40 (mem-leaker)\n"
+		"  #1 100.0 KiB in 100 allocs from leak_some: main+0x40 (mem-leaker);leak_some+0x2a (mem-leaker)\n"
 		"  #2 64.0 MiB in 1 mmaps from ?: [stack not recorded]\n"
 		"  ... 3 more stacks\n");
 

@@ -126,16 +126,36 @@ void sb_xml_str(struct sbuf *b, const char *s)
 	}
 }
 
-void sb_json_stack(struct sbuf *b, const char *stack, unsigned max_frames)
+static unsigned count_frames(const char *stack)
 {
 	unsigned n = 0;
 
+	for (const char *p = stack; p && *p; n++) {
+		p = strchr(p, STACK_SEP);
+		if (p)
+			p++;
+	}
+	return n;
+}
+
+/* The frames root first, as in the text; of a long stack, the innermost
+ * max_frames (the ones near the CUDA call). */
+void sb_json_stack(struct sbuf *b, const char *stack, unsigned max_frames)
+{
+	unsigned total = 0, n = 0, i = 0;
+
+	for (const char *p = stack; p && *p;) { /* non-empty frames */
+		const char *nl = strchr(p, STACK_SEP);
+		total += (nl ? nl : p + strlen(p)) > p;
+		p = nl ? nl + 1 : NULL;
+	}
+	unsigned skip = total > max_frames ? total - max_frames : 0;
 	sb_putc(b, '[');
-	while (stack && *stack && n < max_frames) {
+	while (stack && *stack) {
 		const char *nl = strchr(stack, STACK_SEP);
 		size_t len = nl ? (size_t)(nl - stack) : strlen(stack);
 
-		if (len) {
+		if (len && i++ >= skip) {
 			if (n++)
 				sb_putc(b, ',');
 			sb_json_strn(b, stack, len);
@@ -172,12 +192,16 @@ const char *fmt_bytes(uint64_t v, char *buf, size_t len)
 
 const char *stack_frame(const char *stack, unsigned idx, char *out, size_t len)
 {
+	unsigned total = count_frames(stack);
 	size_t n = 0;
 
 	if (!len)
 		return out;
 	out[0] = '\0';
-	for (unsigned i = 0; stack && i < idx; i++) {
+	if (idx >= total)
+		return out;
+	/* idx counts from the innermost frame, the text's last */
+	for (unsigned i = 0; stack && i < total - 1 - idx; i++) {
 		stack = strchr(stack, STACK_SEP);
 		if (stack)
 			stack++;

@@ -31,10 +31,13 @@ void sb_json_strn(struct sbuf *b, const char *s, size_t n);
 void sb_json_str(struct sbuf *b, const char *s);
 /* Appends `s` escaped for XML text/attribute content. */
 void sb_xml_str(struct sbuf *b, const char *s);
-/* Stack texts are the cuda probe's: frames innermost first separated by
- * STACK_SEP, frame 0 the probed API function, frame 1 its caller. */
+/* Stack texts are the cuda probe's: frames root (outermost) first,
+ * separated by STACK_SEP, the probed API function last. The helpers below
+ * count frames from that innermost end: frame 0 is the API function,
+ * frame 1 its caller. */
 #define STACK_SEP ';'
-/* Appends a JSON array of strings, one per frame, at most max_frames. */
+/* Appends a JSON array of strings, one per frame, root first as in the
+ * text; at most max_frames, the innermost ones. */
 void sb_json_stack(struct sbuf *b, const char *stack, unsigned max_frames);
 /* NUL-terminated view; "" when empty. */
 const char *sb_str(const struct sbuf *b);
@@ -44,7 +47,7 @@ const char *fmt_bytes(uint64_t v, char *buf, size_t len);
 
 /* Frame `idx` of a stack text copied into out ("" when absent). */
 const char *stack_frame(const char *stack, unsigned idx, char *out, size_t len);
-/* The first frame of a stack text. */
+/* The innermost frame of a stack text (the probed API function). */
 const char *stack_top(const char *stack, char *out, size_t len);
 /* The caller's frame, "where in the user's code": the first frame after the
  * last CUDA frame among the innermost 16 (a CUDA API function: "cuda" or
