@@ -88,8 +88,11 @@ static void print_keys(const struct nt_cfg_key *keys, uint32_t n, int indent)
 		printf("%*s%-20s %-18s default %-12s %s", indent, "", k->key,
 		       nt_cfg_type_name(k->type), k->def ? k->def : "(required)",
 		       k->desc ? k->desc : "");
-		if ((k->type == NT_CFG_INT || k->type == NT_CFG_FLOAT) && k->min <= k->max)
-			printf(" [%g..%g]", k->min, k->max);
+		/* integers as integers: [64..1048576], not 1.04858e+06 */
+		if (k->type == NT_CFG_INT && k->min <= k->max)
+			printf(" [%.0f..%.0f]", k->min, k->max);
+		else if (k->type == NT_CFG_FLOAT && k->min <= k->max)
+			printf(" [%.17g..%.17g]", k->min, k->max);
 		printf("\n");
 		if (k->type == NT_CFG_GROUP_LIST)
 			print_keys(k->sub, k->n_sub, indent + 4);

@@ -89,6 +89,10 @@ for p in sched file stdout; do
 done
 "$NT" --help-plugin file >"$T/help" 2>&1 && grep -q "max_size_mb" "$T/help" &&
   pass "--help-plugin file lists its keys" || fail "--help-plugin file: $(cat "$T/help")"
+# integer bounds print as integers, never as 1.04858e+06
+"$NT" --help-plugin file >"$T/help" 2>&1 && grep -qE "max_size_mb .*\[0\.\.1048576\]" "$T/help" &&
+  ! grep -qE "[0-9]e[+-][0-9]" "$T/help" &&
+  pass "--help-plugin prints integer bounds as integers" || fail "--help-plugin bounds: $(grep max_size_mb "$T/help")"
 
 # A plugin that fails to attach does not take the others down...
 cat >"$T/isolate.conf" <<C
