@@ -716,6 +716,23 @@ static struct lib *lib_find(struct cuda *c, uint64_t dev, uint64_t ino)
 	return NULL;
 }
 
+/* The name of a live process (/proc/PID/comm) into an event header. */
+static void proc_comm(uint32_t pid, char comm[NT_COMM_LEN])
+{
+	char path[48], name[NT_COMM_LEN + 2] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	if (fgets(name, sizeof(name), f)) {
+		name[strcspn(name, "\n")] = '\0';
+		memset(comm, 0, NT_COMM_LEN);
+		memcpy(comm, name, strnlen(name, NT_COMM_LEN));
+	}
+	fclose(f);
+}
+
 static void publish_library(struct cuda *c, const struct lib *l, uint32_t pid,
 			    int err, size_t nprobes)
 {
@@ -732,6 +749,8 @@ static void publish_library(struct cuda *c, const struct lib *l, uint32_t pid,
 	e->hdr.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	e->hdr.pid = pid;
 	e->hdr.tid = pid;
+	if (pid)
+		proc_comm(pid, e->hdr.comm);
 	e->layer = l->kind == NT_CUDA_LIB_RUNTIME ? NT_CUDA_LAYER_RUNTIME
 		   : l->kind == NT_CUDA_LIB_DRIVER ? NT_CUDA_LAYER_DRIVER
 						    : NT_CUDA_LAYER_USER;

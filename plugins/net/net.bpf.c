@@ -260,6 +260,10 @@ static __always_inline void emit(const struct net_conn *c, __u64 cookie,
 		__builtin_memcpy(e->direction, "received", 9);
 	e->cookie = cookie;
 	e->duration_ns = c->ts_open && ts > c->ts_open ? ts - c->ts_open : 0;
+	/* An event with a duration is stamped with its start (docs/core.md):
+	 * net.conn and net.connect_fail carry one; a reset's is the age. */
+	if (reason != NET_EV_RESET_SENT && reason != NET_EV_RESET_RECV)
+		e->hdr.ts_ns = ts - e->duration_ns;
 	e->tx_bytes = c->tx_bytes;
 	e->rx_bytes = c->rx_bytes;
 	e->tx_packets = c->tx_packets;

@@ -582,6 +582,7 @@ static uint64_t net_walk_conns(struct net_state *st, struct net_top *top,
 						      : "unknown");
 		e.cookie = key;
 		e.duration_ns = c.ts_open && now > c.ts_open ? now - c.ts_open : 0;
+		e.hdr.ts_ns = now - e.duration_ns; /* an interval: its start */
 		e.tx_bytes = c.tx_bytes;
 		e.rx_bytes = c.rx_bytes;
 		e.tx_packets = c.tx_packets;

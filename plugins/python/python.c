@@ -324,6 +324,7 @@ struct call_name {
 
 struct pyp {
 	uint32_t pid;
+	char comm[NT_COMM_LEN]; /* for its events' headers (read from /proc) */
 	int status;
 	bool from_exec;     /* found by exec: keep looking while libs load */
 	char pid_s[12];
@@ -430,6 +431,8 @@ static void ev_str(void *rec, size_t *at, struct nt_vstr *v, const char *s,
 	*at += len;
 }
 
+static void read_comm(struct pyp *p);
+
 static void hdr_fill(struct nt_event_hdr *h, int type, size_t size,
 		     uint32_t pid, uint32_t tid, const char *comm)
 {
@@ -462,11 +465,30 @@ static void publish_proc(struct py_plugin *st, struct pyp *p, int status,
 	ev_str(e, &at, &e->version, ver, lv);
 	ev_str(e, &at, &e->object, obj, lo);
 	ev_str(e, &at, &e->message, msg, lm);
-	hdr_fill(&e->hdr, st->t_proc, at, p->pid, p->pid, NULL);
+	read_comm(p); /* an exec since it was first seen renames it */
+	hdr_fill(&e->hdr, st->t_proc, at, p->pid, p->pid, p->comm);
 	st->host->publish(st->inst, &e->hdr);
 }
 
 /* ---- processes ----------------------------------------------------- */
+
+/* The process's name from /proc/PID/comm; kept when it cannot be read
+ * (the process is gone: its events still carry the name it had). */
+static void read_comm(struct pyp *p)
+{
+	char path[48], name[NT_COMM_LEN + 2] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	if (fgets(name, sizeof(name), f)) {
+		name[strcspn(name, "\n")] = '\0';
+		memset(p->comm, 0, sizeof(p->comm));
+		memcpy(p->comm, name, strnlen(name, NT_COMM_LEN));
+	}
+	fclose(f);
+}
 
 static struct pyp *proc_get(struct py_plugin *st, uint32_t pid, bool create)
 {
@@ -480,6 +502,7 @@ static struct pyp *proc_get(struct py_plugin *st, uint32_t pid, bool create)
 	p->pid = pid;
 	p->found.major = p->found.minor = -1;
 	snprintf(p->pid_s, sizeof(p->pid_s), "%u", pid);
+	read_comm(p);
 	if (py_map_put(&st->procs, pid, p)) {
 		free(p);
 		return NULL;
@@ -1593,7 +1616,8 @@ static void publish_report(struct py_plugin *st, uint32_t pid)
 
 		e->subject_pid = pid;
 		ev_str(e, &pos, &e->text, st->text, at);
-		hdr_fill(&e->hdr, st->t_report, pos, pid, pid, NULL);
+		struct pyp *subject = pid ? proc_get(st, pid, false) : NULL;
+		hdr_fill(&e->hdr, st->t_report, pos, pid, pid, subject ? subject->comm : NULL);
 	}
 	st->host->publish(st->inst, &e->hdr);
 }
