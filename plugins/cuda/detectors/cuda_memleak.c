@@ -6,7 +6,8 @@
  *    Laplace's rule of succession over the last n windows (leak.h) says how
  *    likely the memory keeps growing; past `threshold` with at least
  *    `min_growth_bytes` of new high-water an alert.cuda_memleak names the
- *    top allocating stacks by live bytes.
+ *    top allocating stacks by live bytes; it re-alerts only once the
+ *    high-water mark doubled (leak.c: leak_check).
  *  - at process exit (proc.exit): a report of everything never freed
  *    (cuda_memleak.report text, and an alert when memory outside a caching
  *    allocator was left).
