@@ -139,10 +139,17 @@ expect 126 "cannot run '$T': is a directory" -- -c "$T/child.conf" -- "$T"
 # missing (no libbpf text, no per-plugin EPERM). As nobody, then as nobody
 # holding CAP_BPF only. The working directory is one nobody cannot write:
 # the file sink fails too, and is not worth a line either.
+# The daemon and default.conf's plugins are copied where nobody can read
+# them: a build tree may not be (install.sh builds in a 0700 directory).
+chmod 0711 "$T"
+mkdir -p "$T/pub"
+cp "$NT" "$T/pub/ntcore"
+cp "$B/plugins/sched/sched.so" "$B/sinks/stdout/stdout.so" "$B/sinks/file/file.so" "$T/pub/"
+chmod 0755 "$T/pub"
 as_nobody() { # CAPS ARGS...
   local caps=$1; shift
-  (cd "$T" && setpriv --reuid=65534 --regid=65534 --clear-groups \
-     ${caps:+--inh-caps=$caps --ambient-caps=$caps} "$NT" "$@" >"$T/out" 2>"$T/err" </dev/null)
+  (cd "$T" && NTCORE_PLUGIN_PATH=$T/pub setpriv --reuid=65534 --regid=65534 --clear-groups \
+     ${caps:+--inh-caps=$caps --ambient-caps=$caps} "$T/pub/ntcore" "$@" >"$T/out" 2>"$T/err" </dev/null)
 }
 for caps in "" +bpf; do
   rc=0; as_nobody "$caps" -c "$SRC/conf.d/default.conf" -d 1 || rc=$?

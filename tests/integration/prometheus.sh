@@ -145,6 +145,9 @@ plugins = (
 );
 EOF
 start_nt "$T/card.conf" "$T/card.log"
+# the sink serves before the generator has set its million label sets
+$PT wait-log "$T/card.log" 'set 1000000 series' --timeout 60 >/dev/null ||
+	{ cat "$T/card.log" >&2; fail "the generator never set its series"; }
 $PT get "http://127.0.0.1:$PORT/metrics" --out "$T/card.txt"
 n=$($PT count "$T/card.txt" ntcore_metricgen_c0_total)
 [ "$n" = 1000 ] || fail "max_series = 1000 but $n series exposed"

@@ -238,6 +238,9 @@ static int mg_attach(void *state)
 	int rc;
 
 	each(g, 1);
+	/* tests wait for this line before they scrape: the sink serves
+	 * (it attached first) while these series are still being set */
+	g->host->log(g->inst, NT_LOG_INFO, "set %lld series", (long long)g->cfg.series);
 	if (g->cfg.publish) {
 		rc = g->host->add_timer(g->inst, 100, TOK_PUBLISH);
 		if (rc < 0)
