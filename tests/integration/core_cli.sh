@@ -196,13 +196,15 @@ cat >"$T/term.conf" <<C
 plugins = ( { plugin = "sched"; interval_ms = 200; },
             { plugin = "file"; path = "$T/term.jsonl"; metrics = true; interval_ms = 60000; } );
 C
-"$NT" -c "$T/term.conf" -- sh -c 'while :; do :; done' >"$T/term.out" 2>&1 &
+# (spelled so that an older test's `pkill -f "while :; do :; done"`, run
+# by another checkout on a shared machine, does not end it early)
+"$NT" -c "$T/term.conf" -- sh -c 'while true; do :; done' >"$T/term.out" 2>&1 &
 pid=$!
 sleep 2
 # The loop is ntcore's child (-- CMD); ntcore passes SIGTERM on to it.
 # Should it outlive ntcore all the same, it is stopped by its own pid.
 loop=$(pgrep -P $pid || true)
-kill -TERM $pid
+kill -TERM $pid || true # a failure shows as the wrong status below
 rc=0; wait $pid || rc=$?
 [ -z "$loop" ] || kill $loop 2>/dev/null || true
 if [ $rc = 143 ] && python3 - "$T/term.jsonl" <<'PY'
