@@ -42,7 +42,7 @@ conf() { # conf NAME NVLINK_KEYS
 ntcore = { log_level = "info"; };
 plugins = (
   { plugin = "nvlink"; $2 },
-  { plugin = "file"; path = "$W/$1.jsonl"; metrics = true; interval = 1;
+  { plugin = "file"; path = "$W/$1.jsonl"; metrics = true; interval_ms = 1000;
     events = [ "alert.*", "nccl.*", "dma_fence.*" ]; }
 );
 CONF
