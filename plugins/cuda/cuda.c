@@ -716,6 +716,18 @@ static struct lib *lib_find(struct cuda *c, uint64_t dev, uint64_t ino)
 	return NULL;
 }
 
+/* Was the program at `path` found to hold a CUDA runtime (linked in)? A
+ * short-lived one may exit before its records are read: its memory map
+ * is then read while it is held at its exec, to name its stacks. */
+static bool exe_has_runtime(struct cuda *c, const char *path)
+{
+	struct stat st;
+	const struct lib *l;
+
+	return stat(path, &st) == 0 && (l = lib_find(c, st.st_dev, st.st_ino)) &&
+	       l->kind == NT_CUDA_LIB_RUNTIME;
+}
+
 /* The name of a live process (/proc/PID/comm) into an event header. */
 static void proc_comm(uint32_t pid, char comm[NT_COMM_LEN])
 {
@@ -1008,6 +1020,8 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 
 	memcpy(path, p->path, NT_CUDA_PATH_MAX);
 	path[NT_CUDA_PATH_MAX] = '\0';
+	bool cuda_exe = false;
+
 	if (p->hdr.type == NT_CUDA_RAW_EXEC) {
 		/* A new image: what we knew of the old one (blocks, kernel
 		 * names, launch counters) no longer applies. */
@@ -1022,6 +1036,7 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 			probe_file(c, full, pid);
 		}
 		mark_exe_known(c, p);
+		cuda_exe = exe_has_runtime(c, full);
 	} else {
 		nt_cuda_proc_path(pid, path, full, sizeof(full));
 		c->opener_tid = p->hdr.tid; /* for a launch-layer hand-over */
@@ -1031,7 +1046,7 @@ static void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 	/* While the target is held: have the core read its memory map now, so
 	 * its kernels and stacks can be named even if it exits before its
 	 * records are read (the symbolizer keeps the map it read). */
-	if (p->stopped && p->hdr.type == NT_CUDA_RAW_OPEN) {
+	if (p->stopped && (p->hdr.type == NT_CUDA_RAW_OPEN || cuda_exe)) {
 		struct nt_symbol sym;
 
 		c->host->symbolize(c->inst, pid, 1, &sym);
@@ -1070,7 +1085,7 @@ static void on_fn(struct cuda *c, const struct nt_cuda_raw_fn *r, size_t size)
 	nt_cuda_rec_str(out, &e->library, fe->library, strlen(fe->library));
 	nt_cuda_rec_str(out, &e->symbol, fe->symbol, strlen(fe->symbol));
 	n = nt_cuda_format_stack(&c->st, r->hdr.pid, r->ips, r->nframes, stack,
-				 sizeof(stack));
+				 sizeof(stack), fe->symbol);
 	nt_cuda_rec_str(out, &e->stack, stack, n);
 	c->host->publish(c->inst, &out->u.hdr);
 }

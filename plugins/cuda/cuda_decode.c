@@ -501,7 +501,7 @@ static int format_frame(char *frame, size_t len, uint64_t ip, int rc,
  * its start. When buf is too small the root side is what is left out. */
 size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 			    const uint64_t *ips, uint32_t n, char *buf,
-			    size_t cap)
+			    size_t cap, const char *top)
 {
 	size_t end, pos;
 
@@ -521,6 +521,13 @@ size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 			break;
 		if (!ips[i])
 			break;
+		/* frame 0 is the probed function: its name is known even when
+		 * its library was mapped after the last read of the maps and
+		 * the process is gone by now */
+		if (!i && top && top[0] && !sym.module) {
+			sym.name = top;
+			rc = 0;
+		}
 		size_t w = (size_t)format_frame(frame, sizeof(frame), ips[i], rc, &sym);
 		size_t need = w + (pos < end ? 1 : 0);
 		if (!w || need > pos)
@@ -537,7 +544,7 @@ size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 
 static void rec_stack(struct nt_cuda_state *st, struct nt_cuda_rec *rec,
 		      struct nt_vstr *field, uint32_t pid, const uint64_t *ips,
-		      uint32_t n)
+		      uint32_t n, const char *top)
 {
 	uint32_t off = rec->u.hdr.size;
 	size_t room = off < NT_CUDA_REC_MAX ? NT_CUDA_REC_MAX - off : 0;
@@ -545,7 +552,7 @@ static void rec_stack(struct nt_cuda_state *st, struct nt_cuda_rec *rec,
 
 	if (n && room > 1)
 		len = nt_cuda_format_stack(st, pid, ips, n,
-					   (char *)rec->u.bytes + off, room);
+					   (char *)rec->u.bytes + off, room, top);
 	field->off = off;
 	field->len = (uint32_t)len;
 	rec->u.hdr.size = off + (uint32_t)len;
@@ -598,7 +605,8 @@ static void build_error(struct nt_cuda_state *st, const struct nt_cuda_raw_call 
 	rec_cstr(rec, &e->api_name, nt_cuda_api_name(rc->api));
 	rec_cstr(rec, &e->error_name,
 		 nt_cuda_error_format(rc->layer, (int32_t)rc->ret, buf, sizeof(buf)));
-	rec_stack(st, rec, &e->stack, rc->hdr.pid, rc->ips, rc->nframes);
+	rec_stack(st, rec, &e->stack, rc->hdr.pid, rc->ips, rc->nframes,
+		  nt_cuda_api_name(rc->api));
 }
 
 static int decode_alloc(struct nt_cuda_state *st, struct nt_cuda_proc *p,
@@ -676,7 +684,8 @@ static int decode_alloc(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 			p->tot.alloc_failed++;
 	}
 	rec_cstr(rec, &a->api_name, nt_cuda_api_name(api));
-	rec_stack(st, rec, &a->stack, rc->hdr.pid, rc->ips, rc->nframes);
+	rec_stack(st, rec, &a->stack, rc->hdr.pid, rc->ips, rc->nframes,
+		  nt_cuda_api_name(api));
 	*err_size = a->size;
 	return 1;
 }
@@ -731,7 +740,8 @@ static int decode_free(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 	}
 	f->stack_id = nt_cuda_stack_id(rc->ips, rc->nframes);
 	rec_cstr(rec, &f->api_name, nt_cuda_api_name(api));
-	rec_stack(st, rec, &f->stack, rc->hdr.pid, rc->ips, rc->nframes);
+	rec_stack(st, rec, &f->stack, rc->hdr.pid, rc->ips, rc->nframes,
+		  nt_cuda_api_name(api));
 	return 1;
 }
 
@@ -1143,7 +1153,8 @@ int nt_cuda_decode_launch(struct nt_cuda_state *st,
 		l->flags |= NT_CUDA_F_PTSZ;
 	rec_cstr(out, &l->kernel, name);
 	rec_cstr(out, &l->api_name, nt_cuda_api_name(rl->api));
-	rec_stack(st, out, &l->stack, rl->hdr.pid, rl->ips, rl->nframes);
+	rec_stack(st, out, &l->stack, rl->hdr.pid, rl->ips, rl->nframes,
+		  nt_cuda_api_name(rl->api));
 	return 1;
 }
 

@@ -142,11 +142,13 @@ uint64_t nt_cuda_outstanding(const struct nt_cuda_proc *p, int32_t device,
 /* Stack: hash of raw ips (0 when n == 0) and the ';'-joined symbolized
  * frames, root (outermost) first like a folded stack, the probed function
  * last, written to buf; returns the length. Unnamed frames read
- * "module+0xOFFSET". The walk is cut at the first implausible frame. */
+ * "module+0xOFFSET". The walk is cut at the first implausible frame.
+ * `top` (or NULL) names frame 0, the probed function, when symbolization
+ * cannot (its library mapped after the process's maps were last read). */
 uint64_t nt_cuda_stack_id(const uint64_t *ips, uint32_t n);
 size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 			    const uint64_t *ips, uint32_t n, char *buf,
-			    size_t cap);
+			    size_t cap, const char *top);
 /* Has a frame-pointer walk gone past the real stack at `ip` (symbolized as
  * sym, sym_rc)? An address in no mapped file, the previous frame again, an
  * unnamed address inside the dynamic loader. */

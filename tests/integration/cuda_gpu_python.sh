@@ -53,7 +53,10 @@ while time.time() - t < 4:
 PYEOF
 cat > "$T/gpu.conf" <<CONF
 plugins = (
-  { plugin = "cuda"; launch_events = true; stacks = true; },
+  # driver layer: every GPU record joins a driver-layer launch event (with
+  # "auto", the fixture runtime's first launch, which loads the driver,
+  # is counted at the runtime layer during the hand-over: docs/cuda.md)
+  { plugin = "cuda"; launch_layer = "driver"; launch_events = true; stacks = true; },
   { plugin = "python"; frequency = 99; },
   { plugin = "cuda_gpu"; },
   { plugin = "file"; path = "$T/gpu.jsonl"; events = [ "cuda.kernel_exec" ]; },

@@ -466,22 +466,26 @@ START_TEST(test_stack_format)
 
 	/* root first, the probed function last; an unnamed frame keeps its
 	 * offset in the module */
-	n = nt_cuda_format_stack(&st, 1, ips, 4, buf, sizeof(buf));
+	n = nt_cuda_format_stack(&st, 1, ips, 4, buf, sizeof(buf), NULL);
 	ck_assert_str_eq(buf, "libfoo.so.1+0x510;train_step;vector_add(float*, int)");
 	ck_assert_uint_eq(n, strlen(buf));
-	nt_cuda_format_stack(&st, 1, repeat, 4, buf, sizeof(buf));
+	nt_cuda_format_stack(&st, 1, repeat, 4, buf, sizeof(buf), NULL);
 	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
-	nt_cuda_format_stack(&st, 1, loader, 4, buf, sizeof(buf));
+	nt_cuda_format_stack(&st, 1, loader, 4, buf, sizeof(buf), NULL);
 	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
-	nt_cuda_format_stack(&st, 1, nowhere, 4, buf, sizeof(buf));
+	nt_cuda_format_stack(&st, 1, nowhere, 4, buf, sizeof(buf), NULL);
 	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
+	/* frame 0 unresolved: the probed function's name stands for it */
+	uint64_t late[2] = { 0x7f0000001234, 0x2004 };
+	nt_cuda_format_stack(&st, 1, late, 2, buf, sizeof(buf), "cuLaunchKernel");
+	ck_assert_str_eq(buf, "train_step;cuLaunchKernel");
 	/* depth limit */
 	st.stack_depth = 1;
-	nt_cuda_format_stack(&st, 1, ips, 4, buf, sizeof(buf));
+	nt_cuda_format_stack(&st, 1, ips, 4, buf, sizeof(buf), NULL);
 	ck_assert_str_eq(buf, "vector_add(float*, int)");
 	st.stack_depth = NT_CUDA_STACK_MAX;
 	/* truncation keeps whole frames, the innermost ones */
-	nt_cuda_format_stack(&st, 1, ips, 4, buf, 40);
+	nt_cuda_format_stack(&st, 1, ips, 4, buf, 40, NULL);
 	ck_assert_str_eq(buf, "train_step;vector_add(float*, int)");
 	ck_assert_uint_eq(nt_cuda_stack_id(ips, 0), 0);
 	ck_assert_uint_ne(nt_cuda_stack_id(ips, 2), nt_cuda_stack_id(ips, 3));

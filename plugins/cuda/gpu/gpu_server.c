@@ -100,9 +100,18 @@ static void read_comm(uint32_t pid, char comm[16])
 static bool peer_allowed(struct gpu_plugin *g, uint32_t pid)
 {
 	int fd = g->host->target_map_fd(g->inst);
+	uint32_t named[64];
 	uint8_t v;
 
-	return fd < 0 || bpf_map_lookup_elem(fd, &pid, &v) == 0;
+	if (fd < 0 || bpf_map_lookup_elem(fd, &pid, &v) == 0)
+		return true;
+	/* A short job may have exited (and left the target map) before its
+	 * connection is accepted: the pids the user named still count. */
+	size_t n = g->host->target_pids(g->inst, named, 64);
+	for (size_t i = 0; i < n && i < 64; i++)
+		if (named[i] == pid)
+			return true;
+	return false;
 }
 
 static void conn_new(struct gpu_plugin *g, int fd, uint32_t pid)
