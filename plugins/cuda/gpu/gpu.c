@@ -48,8 +48,8 @@ static const struct nt_cfg_key gpu_config[] = {
 	    "GPU records that may wait for their launch event at once"),
 	KEY(interval_ms, NT_CFG_INT, "1000", 50, 3600000,
 	    "metrics update period and busy-ratio window (ms)"),
-	KEY(report_interval_ms, NT_CFG_INT, "0", 0, 86400000,
-	    "publish cuda.gpu_stack every so often; 0: at process exit and shutdown"),
+	KEY(report_interval_s, NT_CFG_INT, "0", 0, 86400,
+	    "publish cuda.gpu_stack every so often (s); 0: at process exit and shutdown"),
 	KEY(max_series, NT_CFG_INT, "10000", 16, 1000000, "label sets kept per metric family"),
 	KEY(max_stacks, NT_CFG_INT, "100000", 16, 10000000,
 	    "distinct (thread, stack, kernel) entries of the GPU flame graph"),
@@ -320,8 +320,8 @@ static void tick(struct gpu_plugin *g)
 
 	gpu_records_retry(g, false);
 	reap(g, now, false);
-	if (g->cfg->report_interval_ms &&
-	    now - g->last_report_ns >= (uint64_t)g->cfg->report_interval_ms * 1000000ull) {
+	if (g->cfg->report_interval_s &&
+	    now - g->last_report_ns >= (uint64_t)g->cfg->report_interval_s * 1000000000ull) {
 		gpu_stacks_publish(g, 0);
 		g->last_report_ns = now;
 	}

@@ -33,7 +33,7 @@ struct gpu_cfg {
 	struct nt_strlist kinds;
 	int64_t join_wait_ms;
 	int64_t max_calls, max_apis, max_pending;
-	int64_t interval_ms, report_interval_ms;
+	int64_t interval_ms, report_interval_s;
 	int64_t max_series, max_stacks, max_connections;
 	bool stream_busy;
 	bool folded;
