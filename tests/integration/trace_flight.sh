@@ -110,11 +110,11 @@ echo "ok - SIGUSR1 writes the recorder while the run goes on; it spans the windo
 
 # ---- 4. a planted hang ----------------------------------------------------
 FIX=$B/plugins/cuda
-CUDA_INC=${CUDA_INC:-${CUDA_HOME:-/usr/local/cuda}/include}
-[ -f "$FIX/libcudart.so.13" ] && [ -f "$B/plugins/cuda/detectors/cuda_hang.so" ] &&
-	[ -f "$CUDA_INC/cuda_runtime_api.h" ] ||
-	fail "hang: the fixture CUDA runtime, cuda_hang and the CUDA headers are needed"
-${CC:-cc} -std=gnu11 -O1 -g -fno-omit-frame-pointer -rdynamic -I"$CUDA_INC" \
+# the CUDA declarations the fixtures build against (no toolkit needed)
+FX_INC=$HERE/../fixtures/cuda
+[ -f "$FIX/libcudart.so.13" ] && [ -f "$B/plugins/cuda/detectors/cuda_hang.so" ] ||
+	fail "hang: the fixture CUDA runtime and cuda_hang are needed"
+${CC:-cc} -std=gnu11 -O1 -g -fno-omit-frame-pointer -rdynamic -I"$FX_INC" \
 	"$HERE/cuda_detectors/hang.c" -o "$T/hang" -L"$FIX" -l:libcudart.so.13 \
 	-Wl,-rpath,"$FIX" -lpthread || fail "hang: cannot build the workload"
 mkdir -p "$T/h"
@@ -141,7 +141,7 @@ plugins = (
   { plugin = "trace"; mode = "flight"; dir = "$T/m"; prefix = "mem"; window_s = 3600;
     buffer_mb = 32; counters = [ "ntcore_gpufx_*" ]; },
   { plugin = "file"; path = "$T/m/metrics.jsonl"; events = [ "none" ]; metrics = true;
-    interval = 1; }
+    interval_ms = 1000; }
 );
 CONF
 "$NTCORE" -c "$T/m.conf" -d "$BUSY_S" >"$T/m.out" 2>&1 &
