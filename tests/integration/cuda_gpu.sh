@@ -4,12 +4,20 @@
 # GPU: the job started as `ntcore -- CMD` gets the injection library through
 # CUDA_INJECTION64_PATH, its records come back over the socket and are
 # joined with the cuda probe's launch events. Checks, exactly:
-#   join    every kernel, copy and set joined with its launch event (tid,
+#   cheap   the defaults (no API records, no sync records): every kernel,
+#           copy and set with its exact GPU time, joined to the process only,
+#           no sync events, the end-of-process line saying the launch
+#           events went unused, the buffers CUPTI is handed come zeroed;
+#   join    api_records = true, kinds with sync: every kernel, copy and set
+#           joined with its launch event (tid,
 #           launch_ts_ns = a cuda.launch/memcpy/memset/graph_launch ts of that
 #           thread), GPU durations and counts per kernel, queueing delay, the
 #           mangled kernel name demangled, the syncs, the metrics;
 #   folded  the GPU-weighted folded stacks: per kernel the microseconds
 #           under the workload's calling functions (root first);
+#   late    a job that connects, runs and exits while the daemon is stopped
+#           (so its pid has left the target map when the connection is
+#           taken): its records are taken all the same, nothing refused;
 #   nocupti a job whose CUDA has no CUPTI: one "no CUPTI found" line, the job
 #           runs; a CUPTI that refuses: one "CUPTI refused" line;
 #   userenv CUDA_INJECTION64_PATH set by the user is left alone (said once);
@@ -31,7 +39,7 @@ done
 [ -x "$WL" ] || fail "$WL is not built"
 nt_test_tmp nt-cuda-gpu
 unset LD_LIBRARY_PATH CUDA_INJECTION64_PATH NTCORE_CUPTI_PATH
-CASES=${*:-join nocupti userenv attach lost stall}
+CASES=${*:-cheap join late nocupti userenv attach lost stall}
 STEPS=200
 
 conf() { # NAME EXTRA_GPU_KEYS
@@ -49,15 +57,56 @@ plugins = (
 CONF
 }
 
+# The buffers the library hands CUPTI come zeroed, as it told CUPTI.
+no_dirty_buffers() { # LOG
+	! grep -q "fake_cupti: .* not zeroed" "$1" || { grep "fake_cupti:" "$1" >&2; fail "buffers not zeroed"; }
+}
+
+case_cheap() {
+	conf cheap ""
+	timeout 120 "$NTCORE" -c "$T/cheap.conf" -- "$WL" "$RT" steps $STEPS \
+		> "$T/cheap.out" 2> "$T/cheap.err" || { cat "$T/cheap.err" >&2; fail "cheap: ntcore failed"; }
+	grep -q "^steps=$STEPS " "$T/cheap.out" || { cat "$T/cheap.out" "$T/cheap.err" >&2; fail "cheap: the workload did not finish"; }
+	grep -q "GPU activity from CUPTI 130001 from $FX/libcupti.so.13 for CUDA 13; clock CLOCK_MONOTONIC; kinds kernel,memcpy,memset; no API records" "$T/cheap.err" ||
+		{ cat "$T/cheap.err" >&2; fail "cheap: no line saying there are no API records"; }
+	grep -q "pid [0-9]* (cuda_gpu_worklo): $((9 * STEPS)) GPU records (no API records: joined to the process only; the cuda probe's launch events go unused: set api_records = true for stacks); lost in the job: 0 (CUPTI buffers), 0 (socket full)" "$T/cheap.err" ||
+		{ cat "$T/cheap.err" >&2; fail "cheap: no end-of-process line with the counts"; }
+	no_dirty_buffers "$T/cheap.err"
+	python3 "$HERE/cuda_gpu/check_cheap.py" "$T/cheap.jsonl" "$T/cheap.folded" $STEPS ||
+		{ tail -20 "$T/cheap.err" >&2; fail "cheap: see above"; }
+}
+
 case_join() {
-	conf join ""
+	conf join 'api_records = true; kinds = [ "kernel", "memcpy", "memset", "sync" ];'
 	timeout 120 "$NTCORE" -c "$T/join.conf" -- "$WL" "$RT" steps $STEPS \
 		> "$T/join.out" 2> "$T/join.err" || { cat "$T/join.err" >&2; fail "join: ntcore failed"; }
 	grep -q "^steps=$STEPS " "$T/join.out" || { cat "$T/join.out" "$T/join.err" >&2; fail "join: the workload did not finish"; }
 	grep -q "GPU activity from CUPTI 130001 from $FX/libcupti.so.13 for CUDA 13; clock CLOCK_MONOTONIC; thread ids gettid" "$T/join.err" ||
 		{ cat "$T/join.err" >&2; fail "join: no line naming the CUPTI found next to the runtime"; }
+	no_dirty_buffers "$T/join.err"
 	python3 "$HERE/cuda_gpu/check_join.py" "$T/join.jsonl" "$T/join.folded" "$T/join.out" $STEPS ||
 		{ tail -20 "$T/join.err" >&2; fail "join: see above"; }
+}
+
+case_late() {
+	# no cuda probe: it holds a job that loads a library until the daemon
+	# has probed it, which the stopped daemon would not
+	cat > "$T/late.conf" <<CONF
+plugins = ( { plugin = "cuda_gpu"; }, { plugin = "file"; path = "$T/late.jsonl"; } );
+CONF
+	"$NTCORE" -c "$T/late.conf" -- sh -c "sleep 1.5; exec $WL $RT steps 5" \
+		> "$T/late.out" 2> "$T/late.err" &
+	local nt=$!
+	sleep 1
+	kill -STOP $nt
+	sleep 2.5 # the job connects, runs its 5 steps and exits meanwhile
+	kill -CONT $nt
+	wait $nt || { cat "$T/late.err" >&2; fail "late: ntcore failed"; }
+	grep -q "^steps=5 " "$T/late.out" || fail "late: the job did not finish"
+	! grep -q "refused a connection" "$T/late.err" || { cat "$T/late.err" >&2; fail "late: refused"; }
+	grep -q "pid [0-9]* (cuda_gpu_worklo): 45 GPU records" "$T/late.err" &&
+		[ "$(grep -c '"type":"cuda.kernel_exec"' "$T/late.jsonl")" = 35 ] ||
+		{ cat "$T/late.err" >&2; fail "late: the job's 45 GPU records were not taken"; }
 }
 
 case_nocupti() {

@@ -58,7 +58,7 @@ plugins = (
   # is counted at the runtime layer during the hand-over: docs/cuda.md)
   { plugin = "cuda"; launch_layer = "driver"; launch_events = true; stacks = true; },
   { plugin = "python"; frequency = 99; },
-  { plugin = "cuda_gpu"; },
+  { plugin = "cuda_gpu"; api_records = true; },
   { plugin = "file"; path = "$T/gpu.jsonl"; events = [ "cuda.kernel_exec" ]; },
   { plugin = "file"; name = "folded"; path = "$T/gpu.folded"; format = "folded";
     events = [ "cuda.gpu_stack" ]; }

@@ -97,6 +97,24 @@ START_TEST(join_waits)
 }
 END_TEST
 
+START_TEST(join_no_api_records)
+{
+	struct gpu_proc *p = gpu_proc_new(100, 1024, 1024);
+	struct gpu_joined j;
+
+	/* the job sends no API records (api_records = false): nothing to
+	 * wait for, the record belongs to the process only */
+	p->api_off = true;
+	gpu_join_call(p, 101, "t", 5000000, NT_GPU_CALL_LAUNCH, 1);
+	ck_assert_int_eq(gpu_join_find(p, 4, 0, false, &j), 0);
+	ck_assert_int_eq(j.how, GPU_JOIN_NONE);
+	ck_assert_uint_eq(j.tid, 0);
+	ck_assert_uint_eq(j.call_ts, 0);
+	ck_assert_uint_eq(j.api_start, 0);
+	gpu_proc_free(p);
+}
+END_TEST
+
 START_TEST(join_graph_and_kinds)
 {
 	struct gpu_proc *p = gpu_proc_new(100, 1024, 1024);
@@ -631,6 +649,7 @@ int main(void)
 	tcase_add_test(tc, join_call_and_stacks);
 	tcase_add_test(tc, join_lend_first);
 	tcase_add_test(tc, join_waits);
+	tcase_add_test(tc, join_no_api_records);
 	tcase_add_test(tc, join_graph_and_kinds);
 	tcase_add_test(tc, join_taken_and_outer);
 	tcase_add_test(tc, join_preempted_uprobe);

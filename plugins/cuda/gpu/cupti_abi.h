@@ -44,6 +44,10 @@ enum {
 #define NT_CUPTI_FLUSH_FORCED 1u
 /* CUpti_ActivityThreadIdType: SYSTEM = gettid() on Linux */
 #define NT_CUPTI_THREAD_ID_SYSTEM 1
+/* CUpti_ActivityAttribute ZEROED_OUT_ACTIVITY_BUFFER (a uint8_t): the
+ * client hands CUPTI zeroed buffers, so CUPTI does not zero each buffer it
+ * is given on the application thread that asked for it */
+#define NT_CUPTI_ATTR_ZEROED_OUT_ACTIVITY_BUFFER 5
 
 /* CUpti_ActivityMemcpyKind */
 enum {
@@ -183,6 +187,8 @@ struct nt_cupti_api_table {
 	nt_cupti_result (*ActivityFlushAll)(uint32_t flag);
 	nt_cupti_result (*ActivityRegisterTimestampCallback)(nt_cupti_timestamp_fn);
 	nt_cupti_result (*SetThreadIdType)(uint32_t type);
+	/* cuptiActivitySetAttribute (optional) */
+	nt_cupti_result (*ActivitySetAttribute)(uint32_t attr, size_t *size, void *value);
 };
 
 #endif /* NTCORE_CUPTI_ABI_H */

@@ -36,8 +36,11 @@ static const struct nt_cfg_key gpu_config[] = {
 	KEY(buffers, NT_CFG_INT, "8", 2, 1024, "CUPTI buffers the job may hold"),
 	KEY(buffer_kb, NT_CFG_INT, "2048", 64, 65536, "size of one CUPTI buffer (KiB)"),
 	{ .key = "kinds", .type = NT_CFG_STRING_LIST, .offset = offsetof(struct gpu_cfg, kinds),
-	  .def = "[\"kernel\", \"memcpy\", \"memset\", \"sync\"]", .min = 1, .max = 0,
-	  .desc = "CUPTI activity kinds: kernel, memcpy, memset, sync" },
+	  .def = "[\"kernel\", \"memcpy\", \"memset\"]", .min = 1, .max = 0,
+	  .desc = "CUPTI activity kinds: kernel, memcpy, memset, sync (sync costs the job about 4 us per launch)" },
+	KEY(api_records, NT_CFG_BOOL, "false", 1, 0,
+	    "CUPTI API records of launches, copies and sets: join GPU records to their thread, "
+	    "launch event and stacks, and measure queueing delay (costs the job about 1.5-2 us per runtime call)"),
 	KEY(join_wait_ms, NT_CFG_INT, "1000", 0, 60000,
 	    "how long a GPU record waits for its launch event before it is published without stacks (ms)"),
 	KEY(max_calls, NT_CFG_INT, "262144", 1024, 16777216,
@@ -111,12 +114,21 @@ static void gpu_consume(void *state, const struct nt_event_hdr *ev,
 			const struct nt_schema *schema)
 {
 	struct gpu_plugin *g = state;
-	struct gpu_pstate *ps = gpu_pstate_of(g, ev->pid);
+	struct gpu_pstate *ps;
 	uint32_t slot, len, alen;
 	const char *s, *api;
 	unsigned kind;
 	char comm[NT_COMM_LEN + 1];
 
+	if (strcmp(schema->name, "proc.exit") == 0) {
+		if (g->injecting) {
+			memcpy(comm, ev->comm, NT_COMM_LEN);
+			comm[NT_COMM_LEN] = '\0';
+			gpu_server_exited(g, ev->pid, comm);
+		}
+		return;
+	}
+	ps = gpu_pstate_of(g, ev->pid);
 	if (!ps && g->injecting) { /* its connection may wait in the backlog */
 		gpu_server_accept_now(g);
 		ps = gpu_pstate_of(g, ev->pid);
@@ -130,12 +142,17 @@ static void gpu_consume(void *state, const struct nt_event_hdr *ev,
 	comm[NT_COMM_LEN] = '\0';
 	s = vstr_at(ev, g->seen_stack[slot], &len);
 	if (strcmp(schema->name, "python.launch_stack") == 0) {
+		if (ps->join->api_off)
+			return;
 		gpu_join_lend(ps->join, ev->tid, comm, ev->ts_ns,
 			      s ? gpu_str_intern(&g->strs, s, len) : 0);
 		return;
 	}
 	if (!(kind = call_kind(schema->name)))
 		return;
+	ps->host_calls++; /* the end-of-process line says when they went unused */
+	if (ps->join->api_off)
+		return; /* nothing to join them with */
 	if (s) {
 		char name[128];
 
@@ -186,6 +203,7 @@ static int gpu_init(struct nt_instance *inst, const struct nt_host *host,
 	host->subscribe(inst, "cuda.memcpy");
 	host->subscribe(inst, "cuda.memset");
 	host->subscribe(inst, "python.launch_stack");
+	host->subscribe(inst, "proc.exit");
 	return 0;
 }
 
@@ -261,7 +279,8 @@ static int set_env(struct gpu_plugin *g, const char *lib)
 		gpu_buf_puts(&g->text, i ? "," : "");
 		gpu_buf_puts(&g->text, g->cfg->kinds.v[i]);
 	}
-	h->child_setenv(g->inst, "NTCORE_CUPTI_KINDS", g->text.len ? g->text.p : "", true);
+	h->child_setenv(g->inst, NT_GPU_ENV_KINDS, g->text.len ? g->text.p : "", true);
+	h->child_setenv(g->inst, NT_GPU_ENV_API, g->cfg->api_records ? "1" : "0", true);
 	if (g->cfg->cupti_path[0])
 		h->child_setenv(g->inst, NT_GPU_ENV_CUPTI, g->cfg->cupti_path, true);
 	return 0;
@@ -319,6 +338,8 @@ static void tick(struct gpu_plugin *g)
 	uint64_t now = gpu_mono_ns();
 
 	gpu_records_retry(g, false);
+	if (g->injecting)
+		gpu_server_expire(g, now);
 	reap(g, now, false);
 	if (g->cfg->report_interval_s &&
 	    now - g->last_report_ns >= (uint64_t)g->cfg->report_interval_s * 1000000000ull) {

@@ -31,6 +31,7 @@ struct gpu_cfg {
 	int64_t flush_ms;
 	int64_t buffers, buffer_kb;
 	struct nt_strlist kinds;
+	bool api_records;       /* CUPTI API records: thread, launch event, stacks */
 	int64_t join_wait_ms;
 	int64_t max_calls, max_apis, max_pending;
 	int64_t interval_ms, report_interval_s;
@@ -63,11 +64,16 @@ struct gpu_pstate {
 	uint64_t cupti_dropped, send_dropped; /* last counts reported */
 	uint64_t n_records, n_joined[GPU_JOIN_N]; /* n_joined: since the last tick */
 	uint64_t tot_joined[GPU_JOIN_N];
+	uint64_t host_calls;   /* host calls of the cuda probe seen */
 	char comm[16];
 };
 
 struct gpu_metrics;
 struct gpu_folded;
+
+#define GPU_PARKED_MAX 16
+#define GPU_EXITS_KEPT 64
+#define GPU_PARKED_NS 2000000000ull /* how long a parked connection waits */
 
 struct gpu_plugin {
 	struct nt_instance *inst;
@@ -80,6 +86,13 @@ struct gpu_plugin {
 	int listen_fd, epoll_fd;
 	uint32_t n_conns;
 	bool injecting;
+	/* connections of pids not (or no longer) in the target map, waiting
+	 * for that pid's proc.exit to show it was traced (a short job can
+	 * connect, run and exit before the loop accepts it) */
+	struct { int fd; uint32_t pid; uint64_t since; } parked[GPU_PARKED_MAX];
+	uint32_t n_parked;
+	struct { uint32_t pid; uint64_t ts; } exits[GPU_EXITS_KEPT]; /* recent proc.exit */
+	uint32_t exits_next;
 	/* records waiting for their host side (FIFO) */
 	struct gpu_pending *pend;
 	uint32_t pend_head, pend_n, pend_cap;
@@ -103,6 +116,10 @@ int gpu_server_open(struct gpu_plugin *g, char *why, size_t why_len);
 int gpu_server_poll(struct gpu_plugin *g, uint32_t budget);
 /* Accept connections waiting now (a host call of an unknown pid). */
 void gpu_server_accept_now(struct gpu_plugin *g);
+/* A traced process exited (proc.exit): its parked connection is taken. */
+void gpu_server_exited(struct gpu_plugin *g, uint32_t pid, const char *comm);
+/* Parked connections whose pid never proved traced are refused. */
+void gpu_server_expire(struct gpu_plugin *g, uint64_t now);
 void gpu_server_close(struct gpu_plugin *g);
 struct gpu_pstate *gpu_pstate_of(struct gpu_plugin *g, uint32_t pid);
 void gpu_pstate_free(struct gpu_plugin *g, struct gpu_pstate *ps);

@@ -265,7 +265,7 @@ int gpu_join_find(struct gpu_proc *p, uint32_t corr, uint32_t alt, bool final,
 	if (!a)
 		a = api_of(p, alt);
 	if (!a)
-		return final ? 0 : 1;
+		return final || p->api_off ? 0 : 1;
 	j->how = GPU_JOIN_THREAD;
 	j->api_start = a->start;
 	j->call = a->call;

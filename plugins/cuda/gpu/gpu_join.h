@@ -65,6 +65,7 @@ struct gpu_api_ent {
 struct gpu_proc {
 	uint32_t pid;
 	bool system_tid;          /* API records carry gettid() */
+	bool api_off;             /* the job sends no API records: no waiting */
 	bool any_call[5];         /* a host call of this kind was ever seen */
 	struct gpu_map threads;   /* tid -> struct gpu_thread * */
 	struct gpu_map api_at;    /* correlation -> slot in api */
@@ -114,7 +115,8 @@ void gpu_join_api(struct gpu_proc *p, const struct nt_gpu_api *a);
 /*
  * Join a GPU record by its correlation (alt: a second id, the runtime
  * call's for copies; 0 none). `final` false: return 1 ("wait") when what
- * is missing may still come (no API record yet, or the thread's host
+ * is missing may still come (no API record yet, unless the job sends none
+ * (api_off), or the thread's host
  * calls have not reached the API call's end yet while the probe reports
  * calls of that kind for this process). Otherwise fill *j (how may be NONE)
  * and return 0.

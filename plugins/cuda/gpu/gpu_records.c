@@ -60,6 +60,7 @@ static void on_hello(struct gpu_plugin *g, struct gpu_pstate *ps,
 	ps->status = h->status;
 	ps->tracing = h->status == NT_GPU_ST_OK;
 	ps->join->system_tid = h->flags & NT_GPU_HELLO_SYSTEM_TID;
+	ps->join->api_off = h->flags & NT_GPU_HELLO_NO_API;
 	if (ps->tracing) {
 		gpu_metrics_process(g->m, 1);
 		g->host->log(g->inst, NT_LOG_INFO, "pid %u (%s): GPU activity from %s", ps->pid,
@@ -199,8 +200,10 @@ static uint32_t no_stack(struct gpu_plugin *g, struct gpu_pstate *ps,
 
 	if (j->how != GPU_JOIN_NONE)
 		api = api_name(j->driver, j->cbid);
-	snprintf(buf, sizeof(buf), "[%s]%s%s", comm[0] ? comm : "unknown thread",
-		 api ? ";" : "", api ? api : "");
+	/* no thread known (no API records): the process's name */
+	if (!comm[0])
+		comm = ps->comm[0] ? ps->comm : "unknown thread";
+	snprintf(buf, sizeof(buf), "[%s]%s%s", comm, api ? ";" : "", api ? api : "");
 	return intern_cstr(g, buf);
 }
 
@@ -437,7 +440,15 @@ void gpu_records_forget(struct gpu_plugin *g, uint32_t pid)
 	if (g->fold)
 		gpu_folded_forget(g->fold, pid);
 	gpu_metrics_forget(g->m, pid);
-	if (ps->tracing)
+	if (ps->tracing && ps->join->api_off)
+		g->host->log(g->inst, NT_LOG_INFO, "pid %u (%s): %llu GPU records (no API records: "
+			     "joined to the process only%s); lost in the job: %llu (CUPTI buffers), "
+			     "%llu (socket full)", pid, ps->comm, (unsigned long long)ps->n_records,
+			     ps->host_calls ? "; the cuda probe's launch events go unused: set "
+					      "api_records = true for stacks" : "",
+			     (unsigned long long)ps->cupti_dropped,
+			     (unsigned long long)ps->send_dropped);
+	else if (ps->tracing)
 		g->host->log(g->inst, NT_LOG_INFO, "pid %u (%s): %llu GPU records; joined with their "
 			     "launch event (stacks) %llu, with their API call (thread) %llu, not "
 			     "joined %llu; lost in the job: %llu (CUPTI buffers), %llu (socket full)",

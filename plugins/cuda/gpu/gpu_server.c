@@ -5,7 +5,11 @@
  * made by mkdtemp), connections accepted only from traced processes
  * (SO_PEERCRED pid in the core's target map), all of them behind one epoll
  * fd that the loop watches (connections come and go; the host API watches
- * fds for the plugin's life).
+ * fds for the plugin's life). A job can connect, run and exit before the
+ * loop gets to accept it; its pid has then left the target map, so a
+ * connection of a pid not in it is parked, unread, until that pid's
+ * proc.exit (published for traced processes only) shows it was traced,
+ * and refused after GPU_PARKED_NS otherwise.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -142,6 +146,34 @@ static void conn_new(struct gpu_plugin *g, int fd, uint32_t pid)
 	g->n_conns++;
 }
 
+static bool exited_lately(const struct gpu_plugin *g, uint32_t pid)
+{
+	for (uint32_t i = 0; i < GPU_EXITS_KEPT; i++)
+		if (g->exits[i].pid == pid && gpu_mono_ns() - g->exits[i].ts < GPU_PARKED_NS)
+			return true;
+	return false;
+}
+
+static void refuse(struct gpu_plugin *g, int fd, int pid)
+{
+	g->host->log(g->inst, NT_LOG_WARN, "refused a connection from pid %d: not a traced "
+		     "process", pid);
+	close(fd);
+}
+
+/* Not in the target map: park it until its proc.exit, or refuse it. */
+static void park(struct gpu_plugin *g, int fd, uint32_t pid)
+{
+	if (g->n_parked == GPU_PARKED_MAX) {
+		refuse(g, fd, (int)pid);
+		return;
+	}
+	g->parked[g->n_parked].fd = fd;
+	g->parked[g->n_parked].pid = pid;
+	g->parked[g->n_parked].since = gpu_mono_ns();
+	g->n_parked++;
+}
+
 static void accept_all(struct gpu_plugin *g)
 {
 	for (;;) {
@@ -151,12 +183,12 @@ static void accept_all(struct gpu_plugin *g)
 
 		if (fd < 0)
 			return;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0 ||
-		    !peer_allowed(g, (uint32_t)cred.pid)) {
-			g->host->log(g->inst, NT_LOG_WARN,
-				     "refused a connection from pid %d: not a traced process",
-				     (int)cred.pid);
-			close(fd);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.pid <= 0) {
+			refuse(g, fd, (int)cred.pid);
+			continue;
+		}
+		if (!peer_allowed(g, (uint32_t)cred.pid) && !exited_lately(g, (uint32_t)cred.pid)) {
+			park(g, fd, (uint32_t)cred.pid);
 			continue;
 		}
 		if (g->n_conns >= (uint32_t)g->cfg->max_connections) {
@@ -178,6 +210,45 @@ void gpu_server_accept_now(struct gpu_plugin *g)
 {
 	if (g->listen_fd >= 0)
 		accept_all(g);
+}
+
+static void unpark(struct gpu_plugin *g, uint32_t i)
+{
+	g->parked[i] = g->parked[--g->n_parked];
+}
+
+void gpu_server_exited(struct gpu_plugin *g, uint32_t pid, const char *comm)
+{
+	g->exits[g->exits_next % GPU_EXITS_KEPT].pid = pid;
+	g->exits[g->exits_next % GPU_EXITS_KEPT].ts = gpu_mono_ns();
+	g->exits_next++;
+	for (uint32_t i = 0; i < g->n_parked; i++) {
+		struct gpu_pstate *ps;
+		int fd = g->parked[i].fd;
+
+		if (g->parked[i].pid != pid)
+			continue;
+		unpark(g, i);
+		g->host->log(g->inst, NT_LOG_DEBUG, "pid %u connected and exited before its "
+			     "connection was taken: taken now", pid);
+		/* its messages wait in the socket: epoll reports them */
+		conn_new(g, fd, pid);
+		if ((ps = gpu_pstate_of(g, pid)) && !ps->comm[0])
+			snprintf(ps->comm, sizeof(ps->comm), "%s", comm); /* /proc is gone */
+		return;
+	}
+}
+
+void gpu_server_expire(struct gpu_plugin *g, uint64_t now)
+{
+	for (uint32_t i = 0; i < g->n_parked;) {
+		if (now - g->parked[i].since < GPU_PARKED_NS) {
+			i++;
+			continue;
+		}
+		refuse(g, g->parked[i].fd, (int)g->parked[i].pid);
+		unpark(g, i);
+	}
 }
 
 /* Read up to budget messages of one connection; -1 when it ended. */
@@ -244,6 +315,8 @@ void gpu_server_close(struct gpu_plugin *g)
 
 	while (gpu_map_next(&g->procs, &it, &k, &v))
 		conn_close(g, (struct gpu_pstate *)(uintptr_t)v);
+	while (g->n_parked)
+		close(g->parked[--g->n_parked].fd);
 	if (g->epoll_fd >= 0)
 		close(g->epoll_fd);
 	if (g->listen_fd >= 0)

@@ -29,6 +29,12 @@
 #define NT_GPU_ENV_CUPTI "NTCORE_CUPTI_PATH"    /* user override */
 #define NT_GPU_ENV_FLUSH "NTCORE_CUPTI_FLUSH_MS" /* delivery period */
 #define NT_GPU_ENV_BUFFERS "NTCORE_CUPTI_BUFFERS" /* "count:KiB" */
+#define NT_GPU_ENV_KINDS "NTCORE_CUPTI_KINDS"   /* "kernel,memcpy,memset[,sync]" */
+#define NT_GPU_ENV_API "NTCORE_CUPTI_API"       /* "1": API records for the join */
+/* The activity kinds when NTCORE_CUPTI_KINDS is not set (and the plugin's
+ * default): CUPTI's SYNCHRONIZATION kind costs about 4 us per launch on
+ * an H100 (docs/cuda-gpu.md, Cost), so it is asked for by name only. */
+#define NT_GPU_DEFAULT_KINDS "kernel,memcpy,memset"
 
 enum nt_gpu_rtype {
 	NT_GPU_R_HELLO = 1,
@@ -79,6 +85,8 @@ struct nt_gpu_hello {
 #define NT_GPU_HELLO_SYSTEM_TID 1u /* API threadId is gettid() */
 #define NT_GPU_HELLO_MONOTONIC 2u  /* records carry CLOCK_MONOTONIC */
 #define NT_GPU_HELLO_API_FILTER 4u /* only the join's API calls traced */
+#define NT_GPU_HELLO_NO_API 8u     /* no API records at all (NTCORE_CUPTI_API=0) */
+#define NT_GPU_HELLO_ZEROED 16u    /* CUPTI takes the library's zeroed buffers as they are */
 
 struct nt_gpu_name {
 	struct nt_gpu_rec h;

@@ -212,6 +212,7 @@ static int resolve(struct inj *g, char *why, size_t why_len)
 		FN(ActivityEnableDriverApi, true), FN(ActivityGetNextRecord, false),
 		FN(ActivityGetNumDroppedRecords, true), FN(ActivityFlushAll, false),
 		FN(ActivityRegisterTimestampCallback, true), FN(SetThreadIdType, true),
+		FN(ActivitySetAttribute, true),
 #undef FN
 	};
 
@@ -239,11 +240,11 @@ static const char *result_name(struct inj *g, nt_cupti_result r)
 /* Which activity kinds: NTCORE_CUPTI_KINDS="kernel,memcpy,memset,sync". */
 static bool kind_wanted(const char *name)
 {
-	const char *k = getenv("NTCORE_CUPTI_KINDS");
+	const char *k = getenv(NT_GPU_ENV_KINDS);
 	size_t n = strlen(name);
 
 	if (!k)
-		return true;
+		k = NT_GPU_DEFAULT_KINDS;
 	for (const char *p = k; (p = strstr(p, name)); p += n)
 		if ((p == k || p[-1] == ',') && (p[n] == ',' || !p[n]))
 			return true;
@@ -284,14 +285,26 @@ static int start_cupti(struct inj *g, uint32_t *flags, char *why, size_t why_len
 		{ "sync", NT_CUPTI_KIND_SYNCHRONIZATION },
 	};
 	nt_cupti_result r;
+	uint8_t zeroed = 1;
+	size_t zeroed_size = sizeof(zeroed);
 
 	/* the clock first: records made before it would carry CUPTI's own */
 	if (g->api.ActivityRegisterTimestampCallback &&
 	    g->api.ActivityRegisterTimestampCallback(clock_mono_ns) == NT_CUPTI_SUCCESS)
 		*flags |= NT_GPU_HELLO_MONOTONIC;
-	if (g->api.SetThreadIdType &&
+	/* thread ids are in API records only */
+	if (g->api_records && g->api.SetThreadIdType &&
 	    g->api.SetThreadIdType(NT_CUPTI_THREAD_ID_SYSTEM) == NT_CUPTI_SUCCESS)
 		*flags |= NT_GPU_HELLO_SYSTEM_TID;
+	/* Our buffers come zeroed (calloc, then zeroed by the sender thread
+	 * before reuse): else CUPTI zeroes each buffer it is given, on the
+	 * application thread that needed one, in the middle of a launch. */
+	if (g->api.ActivitySetAttribute &&
+	    g->api.ActivitySetAttribute(NT_CUPTI_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size,
+					&zeroed) == NT_CUPTI_SUCCESS) {
+		g->zero_buffers = true;
+		*flags |= NT_GPU_HELLO_ZEROED;
+	}
 	r = g->api.ActivityRegisterCallbacks(cb_request, cb_complete);
 	if (r != NT_CUPTI_SUCCESS) {
 		snprintf(why, why_len, "cuptiActivityRegisterCallbacks: %s", result_name(g, r));
@@ -306,6 +319,13 @@ static int start_cupti(struct inj *g, uint32_t *flags, char *why, size_t why_len
 				 result_name(g, r));
 			return -1;
 		}
+	}
+	if (!g->api_records) {
+		/* API records cost the job about 1.5-2 us per runtime call
+		 * (docs/cuda-gpu.md, Cost); without them records carry the
+		 * process only */
+		*flags |= NT_GPU_HELLO_NO_API;
+		return 0;
 	}
 	return enable_apis(g, flags, why, why_len);
 }
@@ -353,9 +373,11 @@ static void fork_child(void)
 static void read_env(struct inj *g)
 {
 	const char *f = getenv(NT_GPU_ENV_FLUSH), *b = getenv(NT_GPU_ENV_BUFFERS);
+	const char *api = getenv(NT_GPU_ENV_API);
 	unsigned count = 8, kib = 2048;
 
 	g->flush_ms = f && atoi(f) > 0 ? (uint32_t)atoi(f) : 200;
+	g->api_records = api && strcmp(api, "1") == 0;
 	if (b)
 		sscanf(b, "%u:%u", &count, &kib);
 	g->buf_max = count >= 2 && count <= 1024 ? count : 8;
@@ -370,6 +392,14 @@ static void describe(struct inj *g, const char *path, uint32_t version,
 	if (!strchr(path, '/') && dlinfo(g->cupti_handle, RTLD_DI_LINKMAP, &lm) == 0 &&
 	    lm && lm->l_name)
 		path = lm->l_name;
+	if (flags & NT_GPU_HELLO_NO_API) {
+		snprintf(text, len, "CUPTI %u from %.600s for CUDA %d; clock %s; kinds %s; "
+			 "no API records (api_records = false: GPU records carry the process, "
+			 "not the launching thread or stack)", version, path, major,
+			 flags & NT_GPU_HELLO_MONOTONIC ? "CLOCK_MONOTONIC" : "CUPTI's own",
+			 getenv(NT_GPU_ENV_KINDS) ? getenv(NT_GPU_ENV_KINDS) : NT_GPU_DEFAULT_KINDS);
+		return;
+	}
 	snprintf(text, len, "CUPTI %u from %.600s for CUDA %d; clock %s; thread ids %s; "
 		 "API records %s", version, path, major,
 		 flags & NT_GPU_HELLO_MONOTONIC ? "CLOCK_MONOTONIC" : "CUPTI's own (not joinable)",

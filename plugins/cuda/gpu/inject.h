@@ -86,6 +86,9 @@ struct inj {
 	pid_t pid;            /* detects a fork */
 	uint32_t flush_ms;
 	uint64_t deadline_ms; /* at exit: no send waits past it (0: none) */
+	bool api_records;     /* NTCORE_CUPTI_API: API records for the join */
+	bool zero_buffers;    /* CUPTI takes our buffers as zeroed: the sender
+			       * zeroes each one before it goes back */
 	size_t buf_size;
 	uint32_t buf_max, buf_made;
 	pthread_mutex_t lock; /* the two lists and the flags below */
@@ -103,7 +106,10 @@ struct inj {
 /* Turn CUPTI's activity off (the daemon went away: tracing would only
  * cost the job). inject.c */
 void inj_stop_kinds(struct inj *g);
-/* The sender thread and the final drain (inject_send.c). */
+/* The sender thread and the final drain (inject_send.c). The thread
+ * makes the first buffers itself (INJ_BUFFERS_AHEAD), so that no
+ * application thread allocates or faults in one. */
+#define INJ_BUFFERS_AHEAD 2
 int inj_sender_start(struct inj *g);
 void inj_sender_stop(struct inj *g, uint32_t wait_ms);
 /* CUPTI's buffer callbacks. */

@@ -10,6 +10,11 @@
  * sends them with MSG_DONTWAIT | MSG_NOSIGNAL (waiting at most 100 ms for
  * room, on its own thread) and returns the buffers. Every flush period the
  * sender asks CUPTI for the buffers it holds (cuptiActivityFlushAll(0)).
+ *
+ * What an application thread does here is kept to a list operation under
+ * the lock: buffers are made ahead and zeroed for reuse by the sender
+ * (CUPTI is told they come zeroed, ZEROED_OUT_ACTIVITY_BUFFER), so no
+ * launch waits for a 2 MiB allocation, its page faults or a memset.
  */
 #include "inject.h"
 
@@ -35,7 +40,9 @@ void inj_buffer_request(struct inj *g, uint8_t **buffer, size_t *size,
 			b = g->free_list;
 			g->free_list = b->next;
 		} else if (g->buf_made < g->buf_max && (b = calloc(1, sizeof(*b)))) {
-			b->data = aligned_alloc(8, g->buf_size);
+			/* none made ahead left: calloc's fresh pages are zero
+			 * (CUPTI's 8-byte alignment: malloc gives 16) */
+			b->data = calloc(1, g->buf_size);
 			if (b->data)
 				g->buf_made++;
 			else
@@ -160,8 +167,12 @@ static bool drain_queue(struct inj *g)
 	pthread_mutex_unlock(&g->lock);
 	if (!list)
 		return false;
-	for (b = list; b; b = b->next)
+	for (b = list; b; b = b->next) {
 		drain_buffer(g, b);
+		/* the next user gets it zeroed, as CUPTI was told */
+		if (g->zero_buffers)
+			memset(b->data, 0, g->buf_size);
+	}
 	pthread_mutex_lock(&g->lock);
 	while ((b = list)) {
 		list = b->next;
@@ -172,11 +183,42 @@ static bool drain_queue(struct inj *g)
 	return true;
 }
 
+/* Make the first buffers on this thread, their pages touched, so that
+ * the application threads CUPTI asks on find them on the free list. */
+static void make_ahead(struct inj *g)
+{
+	for (uint32_t i = 0; i < INJ_BUFFERS_AHEAD; i++) {
+		struct inj_buf *b = calloc(1, sizeof(*b));
+
+		if (!b || !(b->data = calloc(1, g->buf_size))) {
+			free(b);
+			return;
+		}
+		/* fault its pages in here, not in CUPTI's first records */
+		for (size_t off = 0; off < g->buf_size; off += 4096)
+			((volatile uint8_t *)b->data)[off] = 0;
+		pthread_mutex_lock(&g->lock);
+		if (g->buf_made < g->buf_max) {
+			g->buf_made++;
+			b->next = g->free_list;
+			g->free_list = b;
+			b = NULL;
+		}
+		pthread_mutex_unlock(&g->lock);
+		if (b) {
+			free(b->data);
+			free(b);
+			return;
+		}
+	}
+}
+
 static void *sender_main(void *arg)
 {
 	struct inj *g = arg;
 	uint64_t last_flush = mono_ms(), last_stats = 0;
 
+	make_ahead(g);
 	pthread_mutex_lock(&g->lock);
 	while (!g->stopping) {
 		struct timespec until;
