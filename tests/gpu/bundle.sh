@@ -22,6 +22,9 @@ cp "$B/core/ntcore" "$S/core/"
 cp "$B/plugins/cuda/cuda.so" "$B/plugins/cuda/cuda_libinfo" "$S/plugins/cuda/"
 # cuda_gpu finds its CUPTI injection library next to itself
 cp "$B/plugins/cuda/cuda_gpu.so" "$B/plugins/cuda/libntcore-cupti.so.1" "$S/plugins/cuda/"
+# tests/gpu/cupti.sh's floor: CUPTI counting records, nothing else
+mkdir -p "$S/bench"
+cp "$B/bench/libcupti-raw.so" "$S/bench/"
 cp "$B"/plugins/cuda/detectors/*.so "$S/plugins/cuda/detectors/"
 cp "$B/plugins/python/python.so" "$S/plugins/python/"
 cp "$B/plugins/nvlink/nvlink.so" "$S/plugins/nvlink/"

@@ -5,20 +5,44 @@
 #
 # BUNDLE (default .device, from tests/gpu/bundle.sh) holds core/ntcore,
 # plugins/cuda/{cuda.so,cuda_gpu.so,libntcore-cupti.so.1},
-# plugins/python/python.so, sinks/file/file.so. OUTDIR: $OUT by default.
-# PYTHON (default /opt/torch/.venv/bin/python) has PyTorch with CUDA.
+# plugins/python/python.so, sinks/file/file.so, bench/libcupti-raw.so.
+# OUTDIR: $OUT by default. PYTHON (default /opt/torch/.venv/bin/python)
+# has PyTorch with CUDA.
 # CUPTI_PARTS (default "facts time flame cost") picks the parts:
 #   facts  which libcupti the job gets, what ntcore says about it;
 #   time   per-kernel GPU time of the same steps: ntcore vs PyTorch's
 #          profiler (a profiler run before and one after), a CNN and a
 #          transformer: within 2 %;
 #   flame  the GPU-weighted flame graph of a transformer's training steps
-#          (cuda probe launch events with stacks + python probe + cuda_gpu):
-#          GPU time under Net.forward and under backward();
-#   cost   interleaved runs, REPS (default 3) of each: bare, gpu (cuda_gpu
-#          alone) and full (cuda probe launch events + stacks, python probe,
-#          cuda_gpu), on the CNN, the transformer (>= 20 ms per step) and a
-#          launch-bound loop: median step times and spread.
+#          (cuda probe launch events with stacks + python probe + cuda_gpu
+#          with api_records): the GPU time of the measured steps (warm-up
+#          and start-up left out) under train_step, Net.forward and
+#          backward(), and how much of it has no Python stack;
+#   cost   interleaved runs, REPS (default 3) rounds, each round every
+#          variant of COST_VARIANTS once (the order rotates per round), one
+#          process per variant running the launch-bound loop, the CNN and,
+#          for bare/gpu/full, the transformer one after the other. Variants:
+#            bare        no injection
+#            raw_none    libcupti-raw with nothing enabled (injection alone)
+#            raw_kernel  libcupti-raw: CUPTI alone with cuda_gpu's default
+#                        kinds (kernel, memcpy, memset, timestamp callback,
+#                        zeroed buffers): the floor under `gpu`
+#            raw_launch  raw_kernel + API records of the 4 launch functions
+#            raw_api     raw_kernel + API records of every function the
+#                        join uses (thread ids gettid): the floor under
+#                        `gpu_api`
+#            raw_sync    raw_api + SYNCHRONIZATION: the floor under gpu_sync
+#            gpu         cuda_gpu, defaults (no API records, no sync)
+#            gpu_nosink  gpu, no sink writing every kernel event (metrics
+#                        and folded stacks only)
+#            gpu_api     cuda_gpu, api_records = true
+#            gpu_sync    cuda_gpu, api_records = true + sync (the defaults
+#                        before round 2 of issue 13)
+#            full        cuda probe launch events + stacks, python probe,
+#                        cuda_gpu with api_records: the flame-graph setup
+#          default: bare raw_kernel raw_api raw_sync gpu gpu_api gpu_sync full.
+#          The report: median step times and spread, vs bare, per launch
+#          on the loop (1000 launches a step), CUPTI's share and ntcore's.
 # Results: OUTDIR/cupti.log (the summary), the JSON and folded files.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,6 +51,7 @@ O=${2:-${OUT:-/tmp/cupti-check}}
 PY=${PYTHON:-/opt/torch/.venv/bin/python}
 PARTS=${CUPTI_PARTS:-facts time flame cost}
 REPS=${REPS:-3}
+VARIANTS=${COST_VARIANTS:-bare raw_kernel raw_api raw_sync gpu gpu_api gpu_sync full}
 WL=$HERE/cupti_workload.py
 CHECK=$HERE/cupti_check.py
 mkdir -p "$O"
@@ -41,20 +66,25 @@ for f in core/ntcore plugins/cuda/cuda_gpu.so plugins/cuda/libntcore-cupti.so.1 
 	[ -e "$D/$f" ] || { echo "FAIL: $D/$f missing (tests/gpu/bundle.sh)"; exit 1; }
 done
 
-conf() { # NAME MODE(gpu|full) JSONL [FOLDED]
-	local cuda="" py="" folded=""
-	if [ "$2" = full ]; then
+conf() { # NAME MODE(gpu|gpu_nosink|gpu_api|gpu_sync|full) JSONL [FOLDED]
+	local cuda="" py="" folded="" gpu="" events='"cuda.kernel_exec", "cuda.gpu_process"'
+	case $2 in
+	gpu_nosink) events='"cuda.gpu_process"' ;;
+	gpu_api) gpu='api_records = true;' ;;
+	gpu_sync) gpu='api_records = true; kinds = [ "kernel", "memcpy", "memset", "sync" ];' ;;
+	full)
+		gpu='api_records = true;'
 		cuda='{ plugin = "cuda"; launch_events = true; stacks = true; },'
-		py='{ plugin = "python"; },'
-	fi
+		py='{ plugin = "python"; },' ;;
+	esac
 	[ -n "${4:-}" ] && folded=", { plugin = \"file\"; name = \"folded\"; path = \"$4\"; format = \"folded\"; events = [ \"cuda.gpu_stack\" ]; }"
 	cat > "$W/$1.conf" <<CONF
 ntcore = { log_level = "info"; };
 plugins = (
   $cuda
   $py
-  { plugin = "cuda_gpu"; },
-  { plugin = "file"; path = "$3"; events = [ "cuda.kernel_exec", "cuda.gpu_process" ]; }$folded
+  { plugin = "cuda_gpu"; $gpu },
+  { plugin = "file"; path = "$3"; events = [ $events ]; }$folded
 );
 CONF
 }
@@ -92,31 +122,53 @@ part_time() {
 
 part_flame() {
 	say "flame: the GPU-weighted flame graph of training steps"
-	conf flame full "$W/flame.jsonl" "$O/flame.gpu.folded"
-	traced flame train transformer 5 30 "$W/flame.json" > "$W/flame.log" 2>&1 ||
+	conf flame full "$O/flame.jsonl" "$O/flame.gpu.folded"
+	traced flame train transformer 5 30 "$O/flame.run.json" > "$W/flame.log" 2>&1 ||
 		{ tail -5 "$W/flame.log"; status=1; }
 	grep -E "GPU records|CUDA launches joined|^train" "$W/flame.log"
-	"$PY" "$CHECK" flame "$O/flame.gpu.folded" || status=1
+	"$PY" "$CHECK" flame "$O/flame.gpu.folded" "$O/flame.jsonl" "$O/flame.run.json" || status=1
+}
+
+# The libcupti the job's CUDA gets (the venv's, as cuda_gpu finds it).
+job_cupti() {
+	"$PY" -c 'import torch, os, glob; d = os.path.dirname(os.path.dirname(torch.__file__)); m = torch.version.cuda.split(".")[0]; print((glob.glob(d + "/nvidia/cu" + m + "/lib/libcupti.so." + m) + glob.glob(d + "/nvidia/cuda_cupti/lib/libcupti.so." + m) + ["libcupti.so." + m])[0])'
+}
+
+cost_one() { # VARIANT ROUND CUPTI
+	local v=$1 r=$2 spec="loop:20:100,cnn:10:30" mode="" out="$O/cost/$1.$2.json"
+	case $v in bare | gpu | full) spec="$spec,transformer:5:20" ;; esac
+	case $v in
+	raw_none) mode=none ;;
+	raw_kernel) mode=ts,kernel,memcpy,memset,zeroed ;;
+	raw_launch) mode=ts,kernel,memcpy,memset,zeroed,api_launch ;;
+	raw_api) mode=ts,kernel,memcpy,memset,zeroed,api ;;
+	raw_sync) mode=ts,kernel,memcpy,memset,zeroed,api,sync ;;
+	esac
+	rm -f "$W"/cost_*.jsonl
+	case $v in
+	bare) "$PY" "$WL" train "$spec" "$out" ;;
+	raw_*) CUDA_INJECTION64_PATH=$D/bench/libcupti-raw.so RAW_CUPTI=$3 RAW_MODE=$mode \
+		"$PY" "$WL" train "$spec" "$out" ;;
+	*) traced cost_$v train "$spec" "$out" ;;
+	esac > "$W/cost.log" 2>&1 || { tail -5 "$W/cost.log"; status=1; }
+	sed -n "s/^/[$v.$r] /; /train \|cupti_raw:\|GPU records/p" "$W/cost.log"
 }
 
 part_cost() {
-	say "cost: interleaved bare / gpu / full runs ($REPS each)"
+	say "cost: interleaved runs of $VARIANTS ($REPS rounds)"
+	local cupti r v i vs
+	cupti=$(job_cupti)
+	echo "raw CUPTI: $cupti"
+	[ -e "$D/bench/libcupti-raw.so" ] || echo "WARN: $D/bench/libcupti-raw.so missing: raw_* variants fail"
 	mkdir -p "$O/cost"
-	conf cost_gpu gpu "$W/cost_gpu.jsonl"
-	conf cost_full full "$W/cost_full.jsonl"
-	local r m mode args
+	rm -f "$O"/cost/*.json
+	for v in gpu gpu_nosink gpu_api gpu_sync full; do
+		conf cost_$v $v "$W/cost_$v.jsonl"
+	done
+	read -ra vs <<< "$VARIANTS"
 	for r in $(seq 1 "$REPS"); do
-		for m in cnn transformer loop; do
-			case $m in loop) args="20 100" ;; *) args="10 30" ;; esac
-			for mode in bare gpu full; do
-				rm -f "$W"/cost_*.jsonl
-				if [ $mode = bare ]; then
-					"$PY" "$WL" train $m $args "$O/cost/$m.$mode.$r.json" > "$W/cost.log" 2>&1
-				else
-					traced cost_$mode train $m $args "$O/cost/$m.$mode.$r.json" > "$W/cost.log" 2>&1
-				fi || { tail -5 "$W/cost.log"; status=1; }
-				grep -hE "^train" "$W/cost.log"
-			done
+		for i in "${!vs[@]}"; do # rotated: no variant always first after a pause
+			cost_one "${vs[$(((i + r - 1) % ${#vs[@]}))]}" "$r" "$cupti"
 		done
 	done
 	"$PY" "$CHECK" cost "$O/cost" || status=1

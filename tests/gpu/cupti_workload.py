@@ -3,6 +3,10 @@
 """PyTorch workloads of the CUPTI check (tests/gpu/cupti.sh).
 
   cupti_workload.py MODE MODEL WARMUP STEPS OUT.json
+  cupti_workload.py train MODEL:WARMUP:STEPS[,MODEL:WARMUP:STEPS...] OUT.json
+      (several models one after the other in one process, as the cost
+      part runs them: one process start per variant instead of one per
+      model; OUT.json then holds {"models": {MODEL: {...}}})
 
 MODEL: cnn (ResNet-50, batch 64, 224x224, SGD), transformer (8 encoder
 layers, d_model 1024, seq 512, batch 16, AdamW), loop (launch-bound: 1000
@@ -96,9 +100,26 @@ def kernels(prof):
     return dict(k)
 
 
+def several(spec, out):
+    res = {}
+    for item in spec.split(","):
+        model, warmup, steps = item.split(":")
+        step = make(model)
+        r = run(step, int(warmup), int(steps))
+        del step
+        torch.cuda.empty_cache()
+        res[model] = r
+        med = sorted(r["step_ms"])[len(r["step_ms"]) // 2]
+        print(f"train {model}: {steps} steps, median {med:.3f} ms")
+    json.dump({"models": res}, open(out, "w"))
+
+
 def main():
-    mode, model, warmup, steps, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     torch.backends.cudnn.benchmark = False  # the same kernels in every run
+    if ":" in sys.argv[2]:
+        several(sys.argv[2], sys.argv[3])
+        return
+    mode, model, warmup, steps, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     step = make(model)
     if mode == "profile":
         from torch.profiler import ProfilerActivity, profile
