@@ -15,8 +15,14 @@
 
 #include "python.h"
 
-/* Recent stacks kept per thread (on-CPU samples and idle walks). */
-#define PYJ_POINTS 32
+/* Recent stacks kept per thread (on-CPU samples and idle walks), in
+ * time order: 512 reach about 5 s back at 99 Hz on the CPU (8 KiB a
+ * thread). A launch is joined when the daemon reads its event, which can
+ * be seconds after it: on the GPU machine a transformer's first steps
+ * waited while the cuda probe symbolized its first stacks in libraries
+ * of hundreds of MB, and with 32 points their threads' histories no
+ * longer reached back to the launches (3,119 of 18,219 not joined). */
+#define PYJ_POINTS 512
 
 /* PYJ_IDLE: walked as it blocked; PYJ_PREEMPT: as it was preempted */
 enum pyj_kind { PYJ_CPU = 1, PYJ_IDLE = 2, PYJ_PREEMPT = 4 };
@@ -28,11 +34,15 @@ struct pyj_point {
 };
 
 struct pyj_hist {
-	struct pyj_point p[PYJ_POINTS];
-	uint32_t n; /* points noted so far; slot i % PYJ_POINTS */
+	struct pyj_point p[PYJ_POINTS]; /* a ring, sorted by ts from the oldest */
+	uint32_t n; /* points noted so far; the oldest kept is number n - kept */
 };
 
+/* Note a point in time order (records of several CPUs come a little out
+ * of order); when full, the oldest goes. */
 void pyj_note(struct pyj_hist *h, uint64_t ts, uint32_t stack, unsigned kind);
+/* Does what is kept reach back to t (nothing forgotten after t)? */
+bool pyj_reaches(const struct pyj_hist *h, uint64_t t);
 /* The newest point of one of `kinds` with ts <= t (NULL: none kept). */
 const struct pyj_point *pyj_before(const struct pyj_hist *h, uint64_t t,
 				   unsigned kinds);
@@ -57,8 +67,19 @@ struct pyj_thread {
 	const struct pyj_hist *h;
 };
 
-/* off: pyj_off_at for thread tid of the caller's data. */
+/*
+ * Did a thread block (leave the CPU waiting, not preempted) at a time in
+ * (a, b]? From the same bookkeeping as pyj_off_at. 1 yes, 0 no, -1
+ * unknown (b after the read, or periods before the oldest kept may be
+ * forgotten).
+ */
+int pyj_blocked_in(const struct py_offhist *h, uint64_t cur_out,
+		   bool cur_preempted, uint64_t read_ns, uint64_t a, uint64_t b);
+
+/* off: pyj_off_at for thread tid of the caller's data; blocked: its
+ * pyj_blocked_in. */
 typedef int (*pyj_off_fn)(void *arg, uint32_t tid, uint64_t t, uint64_t *start);
+typedef int (*pyj_blocked_fn)(void *arg, uint32_t tid, uint64_t a, uint64_t b);
 
 struct pyj_limits {
 	uint64_t own_max_ns; /* age of the launching thread's own sample */
@@ -75,6 +96,10 @@ enum pyj_why {
 	PYJ_WHY_UNKNOWN,  /* the donor's off-CPU history doesn't reach back to t */
 	PYJ_WHY_RUNNING,  /* the donor was on the CPU or preempted at t */
 	PYJ_WHY_NOWALK,   /* blocked, but its period's walk has no Python frame */
+	PYJ_WHY_LATE,     /* joined so late that the histories no longer reach
+			   * back to t (PYTHON or NODONOR otherwise) */
+	PYJ_WHY_MOVED,    /* its own samples around t are each separated from
+			   * t by a block of the thread */
 	PYJ_WHY_N
 };
 
@@ -88,9 +113,12 @@ struct pyj_result {
 
 /*
  * Join a launch at t by (pid, tid) with a Python stack:
- *  - own: the launching thread's newest on-CPU sample at or before t, not
- *    older than own_max_ns; else its first one within a period after t
- *    (a thread launching before its first sample).
+ *  - own: the launching thread's newest on-CPU sample or preemption walk
+ *    at or before t, not older than own_max_ns, unless the thread blocked
+ *    between it and t (blocked() == 1: it may have left that code since,
+ *    as a thread returning from backward() to the next forward()); else
+ *    its first one within a period after t (a thread launching before its
+ *    first sample), unless it blocked between t and that one.
  *  - cross: only when the launching thread is not a Python thread (no
  *    sample of its own, own_python false): the thread of the same pid
  *    that was blocked at t (off() == 1; not merely preempted) and whose
@@ -101,7 +129,8 @@ struct pyj_result {
  */
 void pyj_join(uint32_t pid, uint32_t tid, uint64_t t,
 	      const struct pyj_hist *own, bool own_python,
-	      const struct pyj_thread *thr, size_t n, pyj_off_fn off, void *arg,
-	      const struct pyj_limits *lim, struct pyj_result *r);
+	      const struct pyj_thread *thr, size_t n, pyj_off_fn off,
+	      pyj_blocked_fn blocked, void *arg, const struct pyj_limits *lim,
+	      struct pyj_result *r);
 
 #endif /* NTCORE_PYJOIN_H */

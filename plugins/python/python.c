@@ -341,6 +341,7 @@ struct pyp {
 	uint64_t inspected_ns; /* when it was last found (mono) */
 	uint64_t join_how[4];  /* CUDA launches by enum pyj_how */
 	uint64_t join_why[PYJ_WHY_N]; /* ... PYJ_NONE ones by enum pyj_why */
+	uint64_t join_lag_max_ns; /* largest launch -> join delay (the event's age) */
 };
 
 struct thr {
@@ -1650,15 +1651,12 @@ static const struct nt_field *field_named(const struct nt_schema *s,
 	return NULL;
 }
 
-/* pyj_off_fn: was thread tid off the CPU at t (py_offcpu, py_offhist)? */
-static int join_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
+/* A thread's off-CPU bookkeeping as of t or later (read again when the
+ * copy is older than t). */
+static void join_offhist(struct py_plugin *st, struct thr *d, uint32_t tid, uint64_t t)
 {
-	struct py_plugin *st = arg;
-	struct thr *d = py_map_get(&st->threads, tid);
 	struct py_offcpu oc;
 
-	if (!d)
-		return -1;
 	if (t > d->oh_read) {
 		/* the time first, then the maps: whatever happened up to
 		 * oh_read is in them (py_offcpu first: a period ending between
@@ -1675,8 +1673,31 @@ static int join_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
 					&tid, &d->oh))
 			memset(&d->oh, 0, sizeof(d->oh));
 	}
+}
+
+/* pyj_off_fn: was thread tid off the CPU at t (py_offcpu, py_offhist)? */
+static int join_off_at(void *arg, uint32_t tid, uint64_t t, uint64_t *start)
+{
+	struct py_plugin *st = arg;
+	struct thr *d = py_map_get(&st->threads, tid);
+
+	if (!d)
+		return -1;
+	join_offhist(st, d, tid, t);
 	return pyj_off_at(&d->oh, d->oh_cur_out, d->oh_cur_preempted, d->oh_read,
 			  t, start);
+}
+
+/* pyj_blocked_fn: did thread tid block in (a, b]? */
+static int join_blocked(void *arg, uint32_t tid, uint64_t a, uint64_t b)
+{
+	struct py_plugin *st = arg;
+	struct thr *d = py_map_get(&st->threads, tid);
+
+	if (!d)
+		return -1;
+	join_offhist(st, d, tid, b);
+	return pyj_blocked_in(&d->oh, d->oh_cur_out, d->oh_cur_preempted, d->oh_read, a, b);
 }
 
 /*
@@ -1736,7 +1757,8 @@ static void join_pick(struct py_plugin *st, struct pyp *p,
 		}
 	}
 	pyj_join(ev->pid, ev->tid, ev->ts_ns, own, own_py, cand, n,
-		 st->cfg->idle ? join_off_at : NULL, st, &lim, r);
+		 st->cfg->idle ? join_off_at : NULL, st->cfg->idle ? join_blocked : NULL,
+		 st, &lim, r);
 }
 
 /*
@@ -1767,6 +1789,10 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 		ring_buffer__consume(st->rb);
 	join_pick(st, p, ev, &jr);
 	if (launch) {
+		uint64_t now = mono_ns();
+
+		if (now > ev->ts_ns && now - ev->ts_ns > p->join_lag_max_ns)
+			p->join_lag_max_ns = now - ev->ts_ns;
 		p->join_how[jr.how & 3]++;
 		if (jr.how == PYJ_NONE && jr.why < PYJ_WHY_N)
 			p->join_why[jr.why]++;
@@ -1897,7 +1923,9 @@ static void proc_gone(struct py_plugin *st, uint32_t pid)
 				      "without a recent sample %llu, no other Python thread "
 				      "walked %llu, blocked-thread history too short %llu, "
 				      "other thread running or preempted %llu, its block "
-				      "without a walk %llu", pid,
+				      "without a walk %llu, joined too late for the threads' "
+				      "histories %llu, the thread blocked between its sample and "
+				      "the launch %llu; largest launch-to-join delay %llu ms", pid,
 				      (unsigned long long)p->join_how[PYJ_OWN],
 				      (unsigned long long)p->join_how[PYJ_OWN_AFTER],
 				      (unsigned long long)p->join_how[PYJ_CROSS],
@@ -1906,7 +1934,10 @@ static void proc_gone(struct py_plugin *st, uint32_t pid)
 				      (unsigned long long)p->join_why[PYJ_WHY_NODONOR],
 				      (unsigned long long)p->join_why[PYJ_WHY_UNKNOWN],
 				      (unsigned long long)p->join_why[PYJ_WHY_RUNNING],
-				      (unsigned long long)p->join_why[PYJ_WHY_NOWALK]);
+				      (unsigned long long)p->join_why[PYJ_WHY_NOWALK],
+				      (unsigned long long)p->join_why[PYJ_WHY_LATE],
+				      (unsigned long long)p->join_why[PYJ_WHY_MOVED],
+				      (unsigned long long)(p->join_lag_max_ns / 1000000));
 	}
 	py_agg_forget(st->agg, pid);
 	while (py_map_next(&st->threads, &it, &k, &v))

@@ -15,6 +15,10 @@
 #     "[launched by thread TID pt_autograd_0]";
 #   - none under the wrong function; every kernel event's py_stack is the
 #     stack its folded line shows.
+# Run twice: as is, and with the daemon stopped for 0.6 s in the middle
+# (SIGSTOP), so that the launches of that time are joined late, after
+# their threads went on sampling (the python probe's history must reach
+# back to them; with 32 points it did not).
 # Usage: cuda_gpu_python.sh BUILD_ROOT
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -64,10 +68,28 @@ plugins = (
     events = [ "cuda.gpu_stack" ]; }
 );
 CONF
-timeout 120 "$NTCORE" -c "$T/gpu.conf" -- "$PY" "$T/train.py" "$T/libjoin.so" "$FX/libcudart.so.13" \
-	> "$T/log" 2>&1 || { cat "$T/log" >&2; fail "ntcore failed"; }
-python3 - "$T/gpu.folded" "$T/gpu.jsonl" <<'PYEOF' || { grep -v "probes attached" "$T/log" | tail -20 >&2; fail "see above"; }
+run() { # STALL(0|1)
+	rm -f "$T/gpu.folded" "$T/gpu.jsonl"
+	# no `timeout` around it: SIGSTOP must reach the daemon (the job runs 4 s)
+	"$NTCORE" -c "$T/gpu.conf" -- "$PY" "$T/train.py" "$T/libjoin.so" "$FX/libcudart.so.13" \
+		> "$T/log" 2>&1 &
+	local nt=$!
+	if [ "$1" = 1 ]; then
+		for _ in $(seq 100); do grep -q "GPU activity from" "$T/log" && break; sleep 0.1; done
+		sleep 0.5
+		kill -STOP $nt
+		sleep "${STALL_S:-0.6}"
+		kill -CONT $nt
+	fi
+	wait $nt || { cat "$T/log" >&2; fail "ntcore failed (stall $1)"; }
+	grep "CUDA launches joined" "$T/log" || true
+	check "$1" || { grep -v "probes attached" "$T/log" | tail -20 >&2; fail "see above (stall $1)"; }
+}
+
+check() { # STALL
+python3 - "$T/gpu.folded" "$T/gpu.jsonl" "$1" <<'PYEOF'
 import collections, json, sys
+stall = sys.argv[3] == "1"
 lines = collections.Counter()
 for l in open(sys.argv[1]):
     s, n = l.rstrip("\n").rsplit(" ", 1)
@@ -83,18 +105,26 @@ fwd_bad = us("join_fwd_kernel", lambda s: "backward (" in s or MARK in s)
 bwd_bad = us("join_bwd_kernel", lambda s: "forward (" in s)
 kev = [json.loads(l) for l in open(sys.argv[2])]
 with_py = sum(1 for e in kev if e["py_stack"])
-# a kernel's folded line is its py_stack (or, without one, its CPU stack)
-lines_of_events = collections.Counter(
-    (e["py_stack"] or e["stack"]) + ";[gpu] " + e["name"] for e in kev)
-agree = all(s.rsplit(";[gpu] ", 1)[0] in {k.rsplit(";[gpu] ", 1)[0] for k in lines_of_events}
-            for s in lines)
+# a kernel's folded line is its py_stack (or, without one, its CPU stack;
+# without either, "[THREAD];API": a launch whose host call never came)
+bases = {e["py_stack"] or e["stack"] for e in kev}
+bare = {e["name"] for e in kev if not e["py_stack"] and not e["stack"]}
+agree = all(s.rsplit(";[gpu] ", 1)[0] in bases or
+            (s.startswith("[") and s.rsplit(";[gpu] ", 1)[1] in bare) for s in lines)
 print(f"GPU us: fwd {fwd} ({fwd_ok} under forward()), bwd {bwd} ({bwd_ok} under backward() "
       f"lent by pt_autograd_0); wrong: fwd {fwd_bad}, bwd {bwd_bad}; kernels {len(kev)}, "
       f"with a Python stack {with_py}; folded lines match the events: {agree}")
 for s, n in lines.most_common(3):
     print(f"  {n:6d} {s[-200:]}")
+# stalled: the lent stacks also need the blocked thread's off-CPU periods
+# of that time in BPF (its last 256), which a loaded machine's preemptions
+# can outrun in 0.6 s: the own stacks are the point there
 ok = (fwd >= 1000 and bwd >= 1000 and fwd + bwd == len(kev) and fwd_ok >= 0.9 * fwd
-      and bwd_ok >= 0.9 * bwd and fwd_bad == 0 and bwd_bad == 0 and agree)
+      and (stall or bwd_ok >= 0.9 * bwd) and fwd_bad == 0 and bwd_bad == 0 and agree)
 sys.exit(0 if ok else 1)
 PYEOF
+}
+
+run 0
+run 1
 echo "PASS cuda_gpu_python"

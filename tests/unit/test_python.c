@@ -626,22 +626,22 @@ START_TEST(join_cross_thread)
 	off[1].read = T0 + 60 * MS;
 
 	/* the main thread's own launch in forward: its own sample */
-	pyj_join(100, 100, T0 + 3 * MS, &main_h, true, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 100, T0 + 3 * MS, &main_h, true, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_OWN);
 	ck_assert_uint_eq(r.stack, 1);
 	/* autograd thread launching while main is blocked in backward():
 	 * main's walk (+5.02 ms) is newer than the loader's (+2.01 ms) */
-	pyj_join(100, 200, T0 + 7 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 200, T0 + 7 * MS, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_CROSS);
 	ck_assert_uint_eq(r.stack, 2);
 	ck_assert_uint_eq(r.donor, 100);
 	/* the second block's walk was skipped by the rate limit: same stack */
-	pyj_join(100, 200, T0 + 12 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 200, T0 + 12 * MS, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_CROSS);
 	ck_assert_uint_eq(r.donor, 100);
 	ck_assert_uint_eq(r.stack, 2);
 	/* main running at +20.5 ms: only the loader is blocked */
-	pyj_join(100, 200, T0 + 20 * MS + 500000, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 200, T0 + 20 * MS + 500000, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_CROSS);
 	ck_assert_uint_eq(r.donor, 101);
 	ck_assert_uint_eq(r.stack, 3);
@@ -654,38 +654,38 @@ START_TEST(join_cross_thread)
 		1ULL << ((off[0].h.pos - 1) % 64);
 	pyj_note(&main_h, T0 + 27 * MS + 10000, 2, PYJ_IDLE);
 	off_add(&off[0], T0 + 27 * MS, T0 + 29 * MS);
-	pyj_join(100, 200, T0 + 25 * MS + 500000, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 200, T0 + 25 * MS + 500000, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_CROSS);
 	ck_assert_uint_eq(r.donor, 101); /* main only preempted: the loader */
-	pyj_join(100, 200, T0 + 28 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 200, T0 + 28 * MS, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_CROSS);
 	ck_assert_uint_eq(r.donor, 100);
 	ck_assert_uint_eq(r.stack, 2);
 	/* the +40 ms block had no walk of its own (a period after the last):
 	 * main's old backward stack is not trusted; the loader's is */
-	pyj_join(100, 200, T0 + 45 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 200, T0 + 45 * MS, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_CROSS);
 	ck_assert_uint_eq(r.donor, 101);
 	/* after the read: unknown, nothing joined */
 	off[1].cur_out = 0;
-	pyj_join(100, 200, T0 + 70 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 200, T0 + 70 * MS, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
 	ck_assert_uint_eq(r.stack, UINT32_MAX);
 	ck_assert_int_eq(r.why, PYJ_WHY_UNKNOWN);
 	off[1].cur_out = T0 + 2 * MS;
 	/* another process's non-Python thread: never pid 100's stacks */
 	off[0].calls = off[1].calls = 0;
-	pyj_join(999, 300, T0 + 10 * MS, NULL, false, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(999, 300, T0 + 10 * MS, NULL, false, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
 	ck_assert_int_eq(r.why, PYJ_WHY_NODONOR);
 	ck_assert_int_eq(off[0].calls + off[1].calls, 0);
 	/* a Python thread without a recent sample of its own is not lent
 	 * another thread's stack */
-	pyj_join(100, 102, T0 + 10 * MS, NULL, true, thr, 2, fake_off_at, off, &lim, &r);
+	pyj_join(100, 102, T0 + 10 * MS, NULL, true, thr, 2, fake_off_at, NULL, off, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
 	ck_assert_int_eq(r.why, PYJ_WHY_PYTHON);
 	/* without off-CPU bookkeeping (idle = false): no cross-thread join */
-	pyj_join(100, 200, T0 + 10 * MS, NULL, false, thr, 2, NULL, NULL, &lim, &r);
+	pyj_join(100, 200, T0 + 10 * MS, NULL, false, thr, 2, NULL, NULL, NULL, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
 }
 END_TEST
@@ -699,28 +699,163 @@ START_TEST(join_own_thread)
 	/* a launch before the thread's first sample: the first one after it,
 	 * if within a period */
 	pyj_note(&h, T0 + 8 * MS, 7, PYJ_CPU);
-	pyj_join(1, 1, T0, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	pyj_join(1, 1, T0, &h, true, NULL, 0, NULL, NULL, NULL, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_OWN_AFTER);
 	ck_assert_uint_eq(r.stack, 7);
-	pyj_join(1, 1, T0 - 5 * MS, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	pyj_join(1, 1, T0 - 5 * MS, &h, true, NULL, 0, NULL, NULL, NULL, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
 	/* a newer sample (consumed before the launch) does not hide the one
 	 * before the launch; records of two CPUs may come out of order */
 	pyj_note(&h, T0 + 30 * MS, 9, PYJ_CPU);
 	pyj_note(&h, T0 + 18 * MS, 8, PYJ_CPU);
 	pyj_note(&h, T0 + 25 * MS, 5, PYJ_IDLE);
-	pyj_join(1, 1, T0 + 29 * MS, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	pyj_join(1, 1, T0 + 29 * MS, &h, true, NULL, 0, NULL, NULL, NULL, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_OWN);
 	ck_assert_uint_eq(r.stack, 8);
+	/* a walk as it was preempted (runnable, so not sampled) is where it
+	 * ran, as a sample; a walk as it blocked is not */
+	pyj_note(&h, T0 + 28 * MS, 6, PYJ_PREEMPT);
+	pyj_join(1, 1, T0 + 29 * MS, &h, true, NULL, 0, NULL, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_OWN);
+	ck_assert_uint_eq(r.stack, 6);
 	/* older than own_max_ns: not joined */
-	pyj_join(1, 1, T0 + 1031 * MS, &h, true, NULL, 0, NULL, NULL, &lim, &r);
+	pyj_join(1, 1, T0 + 1031 * MS, &h, true, NULL, 0, NULL, NULL, NULL, &lim, &r);
 	ck_assert_int_eq(r.how, PYJ_NONE);
 	/* only the last PYJ_POINTS are kept */
+	ck_assert(pyj_reaches(&h, T0 - 5 * MS));
 	for (uint32_t i = 0; i < PYJ_POINTS; i++)
 		pyj_note(&h, T0 + (100 + i) * MS, 100 + i, PYJ_CPU);
 	ck_assert_ptr_null(pyj_before(&h, T0 + 99 * MS, PYJ_CPU | PYJ_IDLE));
 	ck_assert_uint_eq(pyj_before(&h, T0 + 110 * MS, PYJ_CPU)->stack, 110);
 	ck_assert_uint_eq(pyj_after(&h, T0 + 110 * MS, PYJ_CPU)->stack, 111);
+	ck_assert(!pyj_reaches(&h, T0 + 99 * MS));
+	ck_assert(pyj_reaches(&h, T0 + 100 * MS));
+	/* joined after the history moved past the launch: said so */
+	pyj_join(1, 1, T0 + 50 * MS, &h, true, NULL, 0, NULL, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	ck_assert_int_eq(r.why, PYJ_WHY_LATE);
+}
+END_TEST
+
+static int fake_blocked(void *arg, uint32_t tid, uint64_t a, uint64_t b)
+{
+	struct fake_off *f = arg;
+
+	for (; f->tid; f++)
+		if (f->tid == tid)
+			return pyj_blocked_in(&f->h, f->cur_out, false, f->read, a, b);
+	return -1;
+}
+
+/* A thread's own sample is not its stack at a launch when the thread
+ * blocked in between (it may have left that code): the helper's main
+ * thread sampled in backward(), blocked there, came back and launched in
+ * the next forward() before its next sample. */
+START_TEST(join_own_moved)
+{
+	static struct pyj_hist h;
+	struct fake_off off[2] = { { .tid = 1 }, { .tid = 0 } };
+	struct pyj_limits lim = { .own_max_ns = 1000 * MS, .period_ns = 10 * MS };
+	struct pyj_result r;
+
+	memset(&h, 0, sizeof(h));
+	pyj_note(&h, T0, 1, PYJ_CPU);               /* forward */
+	pyj_note(&h, T0 + 20 * MS, 2, PYJ_CPU);     /* backward */
+	off_add(&off[0], T0 + 21 * MS, T0 + 30 * MS); /* blocked in backward() */
+	off_add(&off[0], T0 + 31 * MS, T0 + 32 * MS); /* preempted: no matter */
+	off[0].h.preempted[0] |= 1ull << 1;
+	off[0].read = T0 + 100 * MS;
+	pyj_note(&h, T0 + 45 * MS, 3, PYJ_CPU);     /* the next forward */
+	ck_assert_int_eq(pyj_blocked_in(&off[0].h, 0, false, off[0].read, T0 + 20 * MS,
+					T0 + 35 * MS), 1);
+	ck_assert_int_eq(pyj_blocked_in(&off[0].h, 0, false, off[0].read, T0 + 22 * MS,
+					T0 + 35 * MS), 0);
+	ck_assert_int_eq(pyj_blocked_in(&off[0].h, 0, false, off[0].read, T0 + 20 * MS,
+					T0 + 200 * MS), -1);
+	/* launch at +15 ms: +0 is the newest before, no block between */
+	pyj_join(1, 1, T0 + 15 * MS, &h, true, NULL, 0, fake_off_at, fake_blocked, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_OWN);
+	ck_assert_uint_eq(r.stack, 1);
+	/* launch at +35 ms: the newest sample (+20, backward) is separated by
+	 * the block; the next one (+45) is more than a period later */
+	pyj_join(1, 1, T0 + 35 * MS, &h, true, NULL, 0, fake_off_at, fake_blocked, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	ck_assert_int_eq(r.why, PYJ_WHY_MOVED);
+	/* launch at +40 ms: the next one (+45, no block between) is taken */
+	pyj_join(1, 1, T0 + 40 * MS, &h, true, NULL, 0, fake_off_at, fake_blocked, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_OWN_AFTER);
+	ck_assert_uint_eq(r.stack, 3);
+	/* without the block query (idle = false): the newest sample, as before */
+	pyj_join(1, 1, T0 + 35 * MS, &h, true, NULL, 0, NULL, NULL, NULL, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_OWN);
+	ck_assert_uint_eq(r.stack, 2);
+}
+END_TEST
+
+/* The history is kept in time order whatever order points come in, and
+ * holds its last PYJ_POINTS across the ring's wrap. */
+START_TEST(join_history_order)
+{
+	static struct pyj_hist h;
+	const struct pyj_point *p;
+
+	memset(&h, 0, sizeof(h));
+	/* three passes over the ring; every 7th point is noted late, as a
+	 * record of another CPU */
+	for (uint32_t i = 0; i < 3 * PYJ_POINTS; i++) {
+		uint64_t ts = T0 + (uint64_t)i * MS;
+
+		if (i % 7 == 3)
+			continue;
+		pyj_note(&h, ts, i, i % 2 ? PYJ_IDLE : PYJ_CPU);
+		if (i % 7 == 4)
+			pyj_note(&h, ts - MS, i - 1, (i - 1) % 2 ? PYJ_IDLE : PYJ_CPU);
+	}
+	ck_assert_uint_eq(h.n, 3 * PYJ_POINTS);
+	for (uint32_t i = 3 * PYJ_POINTS - PYJ_POINTS + 1; i < 3 * PYJ_POINTS; i++) {
+		uint64_t ts = T0 + (uint64_t)i * MS;
+
+		p = pyj_before(&h, ts, PYJ_CPU | PYJ_IDLE);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_eq(p->stack, i);
+		p = pyj_after(&h, ts - 1, PYJ_CPU | PYJ_IDLE);
+		ck_assert_uint_eq(p->stack, i);
+		/* of a kind: the newest of it at or before */
+		p = pyj_before(&h, ts, PYJ_IDLE);
+		ck_assert_uint_eq(p->stack, i % 2 ? i : i - 1);
+	}
+	ck_assert_ptr_null(pyj_after(&h, T0 + 3 * PYJ_POINTS * MS, PYJ_CPU | PYJ_IDLE));
+	ck_assert(!pyj_reaches(&h, T0 + (2 * PYJ_POINTS - 1) * MS));
+	ck_assert(pyj_reaches(&h, T0 + 2 * PYJ_POINTS * MS));
+}
+END_TEST
+
+/* A non-Python thread's launch joined after the blocked thread's walk at
+ * that time was forgotten: "too late", not "no other thread walked". */
+START_TEST(join_cross_late)
+{
+	static struct pyj_hist main_h;
+	struct fake_off off[2] = { { .tid = 100 }, { .tid = 0 } };
+	struct pyj_thread thr[1] = { { 100, 100, &main_h } };
+	struct pyj_limits lim = { .own_max_ns = 1000 * MS, .period_ns = 10 * MS };
+	struct pyj_result r;
+
+	memset(&main_h, 0, sizeof(main_h));
+	pyj_note(&main_h, T0 + 5 * MS, 2, PYJ_IDLE);
+	off_add(&off[0], T0 + 5 * MS, T0 + 9 * MS);
+	off[0].read = T0 + 10000 * MS;
+	pyj_join(100, 200, T0 + 7 * MS, NULL, false, thr, 1, fake_off_at, NULL, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_CROSS);
+	for (uint32_t i = 0; i < PYJ_POINTS; i++)
+		pyj_note(&main_h, T0 + (20 + i) * MS, 1, PYJ_CPU);
+	pyj_join(100, 200, T0 + 7 * MS, NULL, false, thr, 1, fake_off_at, NULL, off, &lim, &r);
+	ck_assert_int_eq(r.how, PYJ_NONE);
+	ck_assert_int_eq(r.why, PYJ_WHY_LATE);
+	/* a thread with nothing kept before t and nothing forgotten: no donor */
+	memset(&main_h, 0, sizeof(main_h));
+	pyj_note(&main_h, T0 + 20 * MS, 1, PYJ_CPU);
+	pyj_join(100, 200, T0 + 7 * MS, NULL, false, thr, 1, fake_off_at, NULL, off, &lim, &r);
+	ck_assert_int_eq(r.why, PYJ_WHY_NODONOR);
 }
 END_TEST
 
@@ -749,6 +884,9 @@ int main(void)
 	tcase_add_test(tc, join_off_at);
 	tcase_add_test(tc, join_cross_thread);
 	tcase_add_test(tc, join_own_thread);
+	tcase_add_test(tc, join_history_order);
+	tcase_add_test(tc, join_cross_late);
+	tcase_add_test(tc, join_own_moved);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
