@@ -4,10 +4,11 @@
 # the fixture runtime and the stand-in CUPTI (tests/fixtures/cuda/): a
 # launch-bound "training step" (gpu_workload: 5 launches, a copy, a set, a
 # graph launch per step) timed bare, with the injection library loaded but
-# no daemon (it returns at once), with cuda_gpu alone (CUPTI records, no
-# launch events: joined to threads only), with the cuda probe alone
-# (launch events with stacks: what the join needs) and with both (the full
-# join). Prints ns per step and the ratio to bare, medians of interleaved
+# no daemon (it returns at once), with cuda_gpu alone (its defaults: GPU
+# records, no API records), cuda_gpu with api_records (joined to threads),
+# with the cuda probe alone (launch events with stacks: what the join
+# needs) and with both (the full join, api_records on). Prints ns per step
+# and the ratio to bare, medians of interleaved
 # repetitions. The stand-in CUPTI costs far less than NVIDIA's, which does
 # real work per record: the GPU machine's numbers (tests/gpu/cupti.sh) are
 # the ones that count; this shows what ntcore adds around CUPTI. Root (BPF).
@@ -35,8 +36,9 @@ conf() { # NAME PLUGINS
 		"$2" "$T" "$1" > "$T/$1.conf"
 }
 conf gpu '{ plugin = "cuda_gpu"; },'
+conf gpu_api '{ plugin = "cuda_gpu"; api_records = true; },'
 conf cuda '{ plugin = "cuda"; launch_events = true; stacks = true; },'
-conf both '{ plugin = "cuda"; launch_events = true; stacks = true; }, { plugin = "cuda_gpu"; },'
+conf both '{ plugin = "cuda"; launch_events = true; stacks = true; }, { plugin = "cuda_gpu"; api_records = true; },'
 
 ns() { sed -n 's/.*ns_per_step=\([0-9.]*\).*/\1/p'; }
 run() {
@@ -49,7 +51,7 @@ run() {
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 declare -A R
-modes=(bare injected gpu cuda both)
+modes=(bare injected gpu gpu_api cuda both)
 for r in $(seq 1 $REPS); do
 	for m in "${modes[@]}"; do
 		v=$(run "$m")
@@ -64,7 +66,8 @@ for m in "${modes[@]}"; do
 	case $m in
 	bare) what="bare" ;;
 	injected) what="injection library loaded, no daemon" ;;
-	gpu) what="cuda_gpu (CUPTI records, threads)" ;;
+	gpu) what="cuda_gpu (defaults: GPU records only)" ;;
+	gpu_api) what="cuda_gpu, api_records (threads)" ;;
 	cuda) what="cuda probe (launch events + stacks)" ;;
 	both) what="cuda + cuda_gpu (the full join)" ;;
 	esac

@@ -53,7 +53,7 @@ PYEOF
 cat > "$W/plain.conf" <<CONF
 plugins = (
   { plugin = "cuda"; launch_events = true; },
-  { plugin = "cuda_gpu"; },
+  { plugin = "cuda_gpu"; api_records = true; },
   { plugin = "python"; },
   { plugin = "trace"; dir = "$W"; prefix = "pf"; },
   { plugin = "trace"; name = "tj"; dir = "$W"; prefix = "js"; format = "json"; report = false; },
@@ -77,7 +77,7 @@ secs=$(grep -o 'RUN_S=[0-9.]*' "$W/plain.out" | cut -d= -f2)
 cat > "$W/flight.conf" <<CONF
 plugins = (
   { plugin = "cuda"; launch_events = true; },
-  { plugin = "cuda_gpu"; },
+  { plugin = "cuda_gpu"; api_records = true; },
   { plugin = "python"; },
   { plugin = "trace"; mode = "flight"; dir = "$W/fl"; prefix = "fl"; window_s = 10; }
 );

@@ -84,7 +84,7 @@ if [ -f "$FX/cuda_gpu.so" ] && [ -x "$FX/cuda_gpu_workload" ]; then
 	cat > "$T/g.conf" <<CONF
 plugins = (
   { plugin = "cuda"; launch_events = true; stacks = true; },
-  { plugin = "cuda_gpu"; },
+  { plugin = "cuda_gpu"; api_records = true; kinds = [ "kernel", "memcpy", "memset", "sync" ]; },
   { plugin = "trace"; dir = "$T/g"; prefix = "gpu"; },
   { plugin = "file"; path = "$T/g/events.jsonl"; }
 );
