@@ -38,6 +38,8 @@
 #            gpu_api     cuda_gpu, api_records = true
 #            gpu_sync    cuda_gpu, api_records = true + sync (the defaults
 #                        before round 2 of issue 13)
+#            gpu_flush1s gpu with flush_ms = 1000 (cuptiActivityFlushAll
+#                        five times less often)
 #            full        cuda probe launch events + stacks, python probe,
 #                        cuda_gpu with api_records: the flame-graph setup
 #          default: bare raw_kernel raw_api raw_sync gpu gpu_api gpu_sync full.
@@ -66,10 +68,11 @@ for f in core/ntcore plugins/cuda/cuda_gpu.so plugins/cuda/libntcore-cupti.so.1 
 	[ -e "$D/$f" ] || { echo "FAIL: $D/$f missing (tests/gpu/bundle.sh)"; exit 1; }
 done
 
-conf() { # NAME MODE(gpu|gpu_nosink|gpu_api|gpu_sync|full) JSONL [FOLDED]
+conf() { # NAME MODE(gpu|gpu_nosink|gpu_flush1s|gpu_api|gpu_sync|full) JSONL [FOLDED]
 	local cuda="" py="" folded="" gpu="" events='"cuda.kernel_exec", "cuda.gpu_process"'
 	case $2 in
 	gpu_nosink) events='"cuda.gpu_process"' ;;
+	gpu_flush1s) gpu='flush_ms = 1000;' ;;
 	gpu_api) gpu='api_records = true;' ;;
 	gpu_sync) gpu='api_records = true; kinds = [ "kernel", "memcpy", "memset", "sync" ];' ;;
 	full)
@@ -122,11 +125,12 @@ part_time() {
 
 part_flame() {
 	say "flame: the GPU-weighted flame graph of training steps"
-	conf flame full "$O/flame.jsonl" "$O/flame.gpu.folded"
+	# the kernel events with their stacks stay here (tens of MB)
+	conf flame full "$W/flame.jsonl" "$O/flame.gpu.folded"
 	traced flame train transformer 5 30 "$O/flame.run.json" > "$W/flame.log" 2>&1 ||
 		{ tail -5 "$W/flame.log"; status=1; }
 	grep -E "GPU records|CUDA launches joined|^train" "$W/flame.log"
-	"$PY" "$CHECK" flame "$O/flame.gpu.folded" "$O/flame.jsonl" "$O/flame.run.json" || status=1
+	"$PY" "$CHECK" flame "$O/flame.gpu.folded" "$W/flame.jsonl" "$O/flame.run.json" || status=1
 }
 
 # The libcupti the job's CUDA gets (the venv's, as cuda_gpu finds it).
@@ -162,7 +166,7 @@ part_cost() {
 	[ -e "$D/bench/libcupti-raw.so" ] || echo "WARN: $D/bench/libcupti-raw.so missing: raw_* variants fail"
 	mkdir -p "$O/cost"
 	rm -f "$O"/cost/*.json
-	for v in gpu gpu_nosink gpu_api gpu_sync full; do
+	for v in gpu gpu_nosink gpu_flush1s gpu_api gpu_sync full; do
 		conf cost_$v $v "$W/cost_$v.jsonl"
 	done
 	read -ra vs <<< "$VARIANTS"

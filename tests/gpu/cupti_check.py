@@ -160,9 +160,11 @@ def cost(d):
                   f" {over:+7.2f} %{per}{flag}")
             if v == "gpu" and over > limit:
                 ok = False
-    parts = (("CUPTI alone, cuda_gpu's default kinds", "bare", "raw_kernel"),
+    parts = (("CUDA_INJECTION64_PATH alone, nothing enabled", "bare", "raw_none"),
+             ("CUPTI alone, cuda_gpu's default kinds", "bare", "raw_kernel"),
              ("ntcore around it (cuda_gpu defaults)", "raw_kernel", "gpu"),
              ("the per-event sink (file, every kernel)", "gpu_nosink", "gpu"),
+             ("flushing every 200 ms instead of 1 s", "gpu_flush1s", "gpu"),
              ("CUPTI's API records of the join", "raw_kernel", "raw_api"),
              ("  of the 4 launch functions only", "raw_kernel", "raw_launch"),
              ("ntcore around them (api_records)", "raw_api", "gpu_api"),
