@@ -15,9 +15,10 @@
 #           mangled kernel name demangled, the syncs, the metrics;
 #   folded  the GPU-weighted folded stacks: per kernel the microseconds
 #           under the workload's calling functions (root first);
-#   late    a job that connects, runs and exits while the daemon is stopped
-#           (so its pid has left the target map when the connection is
-#           taken): its records are taken all the same, nothing refused;
+#   late    a job's child that connects, runs and exits while the daemon is
+#           stopped (so its pid has left the target map when the connection
+#           is taken): its records are taken at its proc.exit, nothing
+#           refused;
 #   nocupti a job whose CUDA has no CUPTI: one "no CUPTI found" line, the job
 #           runs; a CUPTI that refuses: one "CUPTI refused" line;
 #   userenv CUDA_INJECTION64_PATH set by the user is left alone (said once);
@@ -94,7 +95,8 @@ case_late() {
 	cat > "$T/late.conf" <<CONF
 plugins = ( { plugin = "cuda_gpu"; }, { plugin = "file"; path = "$T/late.jsonl"; } );
 CONF
-	"$NTCORE" -c "$T/late.conf" -- sh -c "sleep 1.5; exec $WL $RT steps 5" \
+	# a child of the job (not the named -- CMD pid, which is let in as such)
+	"$NTCORE" -c "$T/late.conf" -- sh -c "sleep 1.5; $WL $RT steps 5; true" \
 		> "$T/late.out" 2> "$T/late.err" &
 	local nt=$!
 	sleep 1
