@@ -41,10 +41,13 @@ def train_step(net, opt, x, y):
 net = Net().cuda(); opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
 x = torch.randn(1024, 2048, device="cuda"); y = torch.randint(0, 10, (1024,), device="cuda")
 t0 = time.time()
-for i in range(int(sys.argv[1])):
+steps = int(sys.argv[1])
+for i in range(steps):
     train_step(net, opt, x, y)
     if i % 50 == 0:
         torch.cuda.synchronize()
+    if i == steps // 2:
+        print("HALFWAY", flush=True)
 torch.cuda.synchronize()
 print(f"RUN_S={time.time() - t0:.3f}")
 PYEOF
@@ -83,9 +86,11 @@ plugins = (
 );
 CONF
 mkdir -p "$W/fl"
-"$D/core/ntcore" -c "$W/flight.conf" -- "$PY" "$W/train.py" "$((STEPS * 2))" > "$W/flight.out" 2> "$W/flight.err" &
+# The signal goes out when the job reports it is halfway through its steps
+# (a fixed sleep missed a job that had already ended: start-up time varies).
+"$D/core/ntcore" -c "$W/flight.conf" -- "$PY" "$W/train.py" "$((STEPS * 10))" > "$W/flight.out" 2> "$W/flight.err" &
 npid=$!
-sleep "${FLIGHT_SIGNAL_S:-15}"
+for _ in $(seq 600); do grep -q HALFWAY "$W/flight.out" && break; sleep 0.1; done
 t_sig=$(date +%s.%N)
 kill -USR1 "$npid"
 for _ in $(seq 100); do grep -q "flight recorder written: .*-signal" "$W/flight.err" && break; sleep 0.1; done
