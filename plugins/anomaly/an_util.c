@@ -125,3 +125,97 @@ uint64_t an_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
+
+void an_map_init(struct an_map *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void an_map_fini(struct an_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	an_map_init(m);
+}
+
+static size_t slot_of(const struct an_map *m, uint64_t key)
+{
+	return (size_t)(key * 0x9e3779b97f4a7c15ULL >> 20) & (m->cap - 1);
+}
+
+void *an_map_get(const struct an_map *m, uint64_t key)
+{
+	if (!key)
+		key = 1;
+	if (!m->cap)
+		return NULL;
+	for (size_t i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
+		if (m->keys[i] == key)
+			return m->vals[i];
+		if (!m->keys[i])
+			return NULL;
+	}
+}
+
+static int map_grow(struct an_map *m)
+{
+	struct an_map g = { .cap = m->cap ? m->cap * 2 : 64 };
+
+	g.keys = calloc(g.cap, sizeof(*g.keys));
+	g.vals = calloc(g.cap, sizeof(*g.vals));
+	if (!g.keys || !g.vals) {
+		free(g.keys);
+		free(g.vals);
+		return -1;
+	}
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->keys[i])
+			an_map_put(&g, m->keys[i], m->vals[i]);
+	an_map_fini(m);
+	*m = g;
+	return 0;
+}
+
+int an_map_put(struct an_map *m, uint64_t key, void *val)
+{
+	size_t i;
+
+	if (!key)
+		key = 1; /* 0 marks an empty slot */
+	if ((m->n + 1) * 4 > m->cap * 3 && map_grow(m) < 0)
+		return -1;
+	for (i = slot_of(m, key); m->keys[i] && m->keys[i] != key;
+	     i = (i + 1) & (m->cap - 1))
+		;
+	if (!m->keys[i])
+		m->n++;
+	m->keys[i] = key;
+	m->vals[i] = val;
+	return 0;
+}
+
+void an_map_del(struct an_map *m, uint64_t key)
+{
+	size_t i, j;
+
+	if (!key)
+		key = 1;
+	if (!m->cap)
+		return;
+	for (i = slot_of(m, key); m->keys[i] != key; i = (i + 1) & (m->cap - 1))
+		if (!m->keys[i])
+			return;
+	/* backward shift: pull later members of the probe chain into the hole */
+	for (j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
+		size_t home = slot_of(m, m->keys[j]);
+
+		if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
+			m->keys[i] = m->keys[j];
+			m->vals[i] = m->vals[j];
+			i = j;
+		}
+	}
+	m->keys[i] = 0;
+	m->vals[i] = NULL;
+	m->n--;
+}

@@ -47,4 +47,23 @@ static inline uint64_t an_hash_str(uint64_t h, const char *s)
 /* CLOCK_MONOTONIC in ns (the clock of event timestamps). */
 uint64_t an_now_ns(void);
 
+
+
+/*
+ * An open-addressing hash map from a 64-bit key (a hash, never 0) to a
+ * pointer; linear probing with backward-shift deletion, so lookups stay
+ * short after many removals. The map does not own the values.
+ */
+struct an_map {
+	uint64_t *keys;
+	void **vals;
+	size_t cap, n;
+};
+
+void an_map_init(struct an_map *m);
+void an_map_fini(struct an_map *m);
+void *an_map_get(const struct an_map *m, uint64_t key);
+/* Inserts or replaces; returns -1 on ENOMEM. */
+int an_map_put(struct an_map *m, uint64_t key, void *val);
+void an_map_del(struct an_map *m, uint64_t key);
 #endif

@@ -231,6 +231,7 @@ enum det_verdict det_update(struct det *d, const struct det_par *p, double x,
 	struct det_out *o = out ? out : &o_local;
 	double m, r;
 
+	o->z = 0.0;
 	if (!isfinite(x)) {
 		o->verdict = DET_NORMAL;
 		o->baseline = o->threshold = NAN;
@@ -244,6 +245,7 @@ enum det_verdict det_update(struct det *d, const struct det_par *p, double x,
 	r = resid(p, x - m);
 	o->baseline = m;
 	o->threshold = level_at(p, m, d->fast.zq);
+	o->z = d->fast.zq > 0.0f ? r / d->fast.zq : 0.0;
 	if (spot_alarm(&d->fast, r) && gate(p, x, m)) {
 		if (d->fast.nt)
 			spot_taint(&d->fast);

@@ -61,6 +61,8 @@ struct det_out {
 	enum det_verdict verdict;
 	double baseline;  /* M before this value (the warm-up mean meanwhile) */
 	double threshold; /* the value at which the alarm fires, in x's units */
+	double z;         /* fast residual / its alarm level: 1 = at the alarm
+			   * line (0 in warm-up); what the joint check combines */
 };
 
 struct det;

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * anomaly: online anomaly detection over the metrics and events of the
+ * other plugins, with reasons. The descriptor, the configuration schema
+ * (as data) and the ops; the parts are listed in anomaly.h.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ntcore/plugin.h"
+
+#include "alert.h"
+#include "an_util.h"
+#include "anomaly.h"
+#include "defaults.h"
+#include "joint.h"
+#include "rules.h"
+#include "steps.h"
+#include "view.h"
+#include "watch.h"
+
+#define KEY(strct, name, type_, def_, min_, max_, desc_)                        \
+	{ .key = #name, .type = (type_), .offset = offsetof(strct, name),       \
+	  .def = (def_), .min = (min_), .max = (max_), .desc = (desc_) }
+#define CHOICE(strct, name, def_, ch, desc_)                                    \
+	{ .key = #name, .type = NT_CFG_STRING, .offset = offsetof(strct, name), \
+	  .def = (def_), .min = 1, .max = 0, .desc = (desc_), .choices = (ch) }
+
+static const char *const dir_choices[] = { "up", "down", "both", NULL };
+static const char *const fit_choices[] = { "grimshaw", "moments", NULL };
+static const char *const steps_choices[] = { "auto", "launches", "python", "off", NULL };
+static const char *const test_choices[] = { "above", "share", "ratio_to_mean",
+					    "ratio_to_max", NULL };
+static const char *const sev_choices[] = { "info", "warning", "critical", NULL };
+
+#define W struct an_watch_cfg
+static const struct nt_cfg_key watch_keys[] = {
+	KEY(W, metrics, NT_CFG_STRING_LIST, NULL, 1, 0, "metric families to watch (globs)"),
+	KEY(W, labels, NT_CFG_STRING_LIST, "[]", 1, 0, "labels kept; series are summed over the others"),
+	KEY(W, where, NT_CFG_STRING_LIST, "[]", 1, 0, "filters \"label=glob\", all must match"),
+	CHOICE(W, direction, "\"up\"", dir_choices, "which way is bad: up, down or both"),
+	KEY(W, group, NT_CFG_STRING, "\"\"", 1, 0, "multivariate group these series join (\"\": none)"),
+	KEY(W, q, NT_CFG_FLOAT, "0.0", 0.0, 0.1, "risk per value (0: the instance's q)"),
+	KEY(W, min_change, NT_CFG_FLOAT, "0.0", 0.0, 1e6, "an alarm needs |x - normal| >= this x |normal|"),
+	KEY(W, min_delta, NT_CFG_FLOAT, "0.0", 0.0, 1e300, "an alarm needs |x - normal| >= this"),
+	KEY(W, n_init, NT_CFG_INT, "0", 0, 1000000, "warm-up values (0: the instance's n_init)"),
+	KEY(W, alert, NT_CFG_BOOL, "true", 1, 0, "publish alerts for these series (else: reasons and joint check only)"),
+};
+#undef W
+
+#define R struct an_rule_cfg
+static const struct nt_cfg_key rule_keys[] = {
+	KEY(R, name, NT_CFG_STRING, NULL, 1, 0, "the rule's name"),
+	CHOICE(R, test, "\"above\"", test_choices, "above, share, ratio_to_mean, ratio_to_max"),
+	KEY(R, metric, NT_CFG_STRING, "\"\"", 1, 0, "metric family (glob) of a metric rule"),
+	KEY(R, event, NT_CFG_STRING, "\"\"", 1, 0, "event type (glob) of an event rule"),
+	KEY(R, field, NT_CFG_STRING, "\"\"", 1, 0, "numeric field of the event"),
+	KEY(R, over, NT_CFG_STRING, "\"\"", 1, 0, "share: the denominator family (same labels)"),
+	KEY(R, when_metric, NT_CFG_STRING, "\"\"", 1, 0, "gate: a family (same labels) that must be >= when_above"),
+	KEY(R, when_above, NT_CFG_FLOAT, "0.0", 1, 0, "the gate's limit"),
+	KEY(R, by, NT_CFG_STRING_LIST, "[]", 1, 0, "labels (or event fields) that key the rule"),
+	KEY(R, threshold, NT_CFG_FLOAT, NULL, 1, 0, "above/share: the limit; ratio_*: the factor"),
+	KEY(R, min_value, NT_CFG_FLOAT, "0.0", 1, 0, "values below never pass (share: the denominator)"),
+	KEY(R, sustain, NT_CFG_INT, "1", 1, 1000000, "passing values in a row before an alert"),
+	KEY(R, min_history, NT_CFG_INT, "10", 0, 1000000000, "ratio tests: earlier values needed"),
+	KEY(R, normal_before, NT_CFG_INT, "0", 0, 1000000000, "values that must not pass before the first that does"),
+	CHOICE(R, severity, "\"warning\"", sev_choices, "info, warning or critical"),
+	KEY(R, what, NT_CFG_STRING, "\"\"", 1, 0, "what the message calls it (\"\": the name)"),
+};
+#undef R
+
+#define C struct an_cfg
+static const struct nt_cfg_key an_keys[] = {
+	KEY(C, interval_ms, NT_CFG_INT, "500", 50, 3600000, "how often the metrics are read (ms)"),
+	KEY(C, cooldown_s, NT_CFG_INT, "300", 0, 86400, "at most one alert per series, rule key or process per this many seconds"),
+	KEY(C, max_series, NT_CFG_INT, "10000", 16, 10000000, "series watched at most (all watches and rules)"),
+	KEY(C, default_watch, NT_CFG_BOOL, "true", 1, 0, "watch the built-in set when `watch` is empty"),
+	KEY(C, default_rules, NT_CFG_BOOL, "true", 1, 0, "apply the built-in rules when `rules` is empty"),
+	{ .key = "watch", .type = NT_CFG_GROUP_LIST, .offset = offsetof(C, watch),
+	  .min = 1, .max = 0, .sub = watch_keys, .n_sub = NT_ARRAY_LEN(watch_keys),
+	  .sub_size = sizeof(struct an_watch_cfg),
+	  .desc = "watched families: ( { metrics = [\"ntcore_io_*_seconds\"]; labels = [\"device\"]; } , ... )" },
+	{ .key = "rules", .type = NT_CFG_GROUP_LIST, .offset = offsetof(C, rules),
+	  .min = 1, .max = 0, .sub = rule_keys, .n_sub = NT_ARRAY_LEN(rule_keys),
+	  .sub_size = sizeof(struct an_rule_cfg),
+	  .desc = "fixed rules: ( { name = \"x\"; test = \"above\"; metric = \"...\"; threshold = 1.0; } , ... )" },
+	KEY(C, q, NT_CFG_FLOAT, "1e-5", 1e-12, 0.1, "risk: probability per value of a false alarm"),
+	KEY(C, level, NT_CFG_FLOAT, "0.9", 0.5, 0.999, "quantile of the warm-up that sets the peaks threshold"),
+	KEY(C, n_init, NT_CFG_INT, "200", 20, 1000000, "warm-up values of a series before it can alarm"),
+	KEY(C, depth, NT_CFG_INT, "10", 1, 1000, "values in the moving mean (DSPOT's d)"),
+	KEY(C, drift_len, NT_CFG_INT, "100", 0, 1000000, "horizon of the long mean of the drift test (0: no drift test)"),
+	CHOICE(C, fit, "\"grimshaw\"", fit_choices, "GPD fit: grimshaw (maximum likelihood) or moments"),
+	CHOICE(C, steps, "\"auto\"", steps_choices, "training steps from: auto, launches, python, off"),
+	KEY(C, step_function, NT_CFG_STRING, "\"\"", 1, 0, "Python function that is one step (fnmatch on name or file:name)"),
+	KEY(C, step_group, NT_CFG_STRING, "\"training\"", 1, 0, "multivariate group the step time joins"),
+	KEY(C, step_q, NT_CFG_FLOAT, "1e-5", 1e-12, 0.1, "risk per step"),
+	KEY(C, step_min_slowdown, NT_CFG_FLOAT, "0.2", 0.0, 1000.0, "a slow step is at least this much slower (0.2: 20 %)"),
+	KEY(C, step_n_init, NT_CFG_INT, "50", 20, 1000000, "steps before a slow step can be flagged"),
+	KEY(C, step_learn_launches, NT_CFG_INT, "32768", 256, 4194304, "launches kept to find the repeating kernel sequence"),
+	KEY(C, items_per_step, NT_CFG_FLOAT, "0.0", 0.0, 1e15, "items (samples, tokens) per step, for items per second (0: not published)"),
+	KEY(C, reason_min_change, NT_CFG_FLOAT, "0.5", 0.0, 1e6, "a series is a reason when it moved by this factor (0.5: x1.5 or /1.5)"),
+	KEY(C, reason_wait_steps, NT_CFG_INT, "2", 0, 1000, "steps a slow-step alert waits for a reason"),
+	KEY(C, joint_q, NT_CFG_FLOAT, "1e-5", 1e-12, 0.1, "risk of the multivariate check"),
+	KEY(C, comm_names, NT_CFG_STRING_LIST,
+	    "[\"pt_data_worker=data-loader\", \"pt_data_pin=data-loader pin\", \"pt_autograd_*=autograd\"]",
+	    1, 0, "names for process names in messages: \"comm-glob=name\""),
+};
+#undef C
+
+static const char *const lbl_kind[] = { "kind" };
+static const char *const lbl_pid[] = { "pid" };
+static const struct nt_metric_desc m_alerts = {
+	"ntcore_anomaly_alerts_total", "alert.anomaly published",
+	NT_METRIC_COUNTER, 1, lbl_kind, NULL, 0, 16 };
+static const struct nt_metric_desc m_series = {
+	"ntcore_anomaly_series", "series watched now (watches and rules)",
+	NT_METRIC_GAUGE, 0, NULL, NULL, 0, 0 };
+static const struct nt_metric_desc m_dropped = {
+	"ntcore_anomaly_series_dropped_total", "series not watched: max_series reached",
+	NT_METRIC_COUNTER, 0, NULL, NULL, 0, 0 };
+static const struct nt_metric_desc m_tick = {
+	"ntcore_anomaly_snapshot_seconds_total", "time spent reading and judging the metrics",
+	NT_METRIC_COUNTER, 0, NULL, NULL, 0, 0 };
+static const struct nt_metric_desc m_step_s = {
+	"ntcore_anomaly_step_seconds", "duration of the last training step",
+	NT_METRIC_GAUGE, 1, lbl_pid, NULL, 0, 256 };
+static const struct nt_metric_desc m_steps = {
+	"ntcore_anomaly_steps_total", "training steps seen",
+	NT_METRIC_COUNTER, 1, lbl_pid, NULL, 0, 256 };
+static const struct nt_metric_desc m_step_rate = {
+	"ntcore_anomaly_steps_per_second", "throughput: steps per second of the last step",
+	NT_METRIC_GAUGE, 1, lbl_pid, NULL, 0, 256 };
+static const struct nt_metric_desc m_items = {
+	"ntcore_anomaly_items_per_second", "throughput: items_per_step / step time",
+	NT_METRIC_GAUGE, 1, lbl_pid, NULL, 0, 256 };
+
+void an_det_par(const struct an *a, const struct an_watch_cfg *w,
+		struct det_par *p)
+{
+	const struct an_cfg *c = a->cfg;
+
+	det_par_default(p);
+	p->fast.q = p->slow.q = w && w->q > 0.0 ? w->q : c->q;
+	p->fast.level = p->slow.level = c->level;
+	p->fast.method = p->slow.method =
+		strcmp(c->fit, "moments") == 0 ? SPOT_MOMENTS : SPOT_GRIMSHAW;
+	p->n_init = (uint32_t)(w && w->n_init > 0 ? w->n_init : c->n_init);
+	p->depth = (uint16_t)c->depth;
+	p->drift_len = (uint32_t)c->drift_len;
+	if (!w)
+		return;
+	p->direction = strcmp(w->direction, "down") == 0 ? DET_DOWN :
+		       strcmp(w->direction, "both") == 0 ? DET_BOTH : DET_UP;
+	p->min_change = w->min_change;
+	p->min_delta = w->min_delta;
+}
+
+void an_tick(struct an *a, bool forced)
+{
+	uint64_t t0 = an_now_ns();
+	uint64_t dropped = an_view_dropped(a->view);
+
+	an_view_tick(a->view, a->host, a->inst, t0);
+	an_rules_tick_end(a->rules, t0);
+	if (!forced)
+		an_steps_tick(a->steps, t0);
+	an_joint_tick_end(a->joint, t0);
+	a->ticks++;
+	a->last_tick_ns = t0;
+	a->host->metric_set(a->m_series, NULL, an_view_series(a->view));
+	if (an_view_dropped(a->view) > dropped) {
+		if (!dropped)
+			a->host->log(a->inst, NT_LOG_WARN,
+				     "max_series (%lld) reached: further series are "
+				     "not watched (ntcore_anomaly_series_dropped_total)",
+				     (long long)a->cfg->max_series);
+		a->host->metric_add(a->m_dropped, NULL,
+				    (double)(an_view_dropped(a->view) - dropped));
+	}
+	a->host->metric_add(a->m_tick, NULL, (double)(an_now_ns() - t0) / 1e9);
+}
+
+/* Semantic checks the schema's bounds cannot express. */
+static int check_config(struct an *a)
+{
+	const struct an_cfg *c = a->cfg;
+	const struct nt_host *h = a->host;
+
+	if (c->n_init < c->depth + 10)
+		return h->config_error(a->inst, "n_init", "must be at least depth + 10 (%lld)",
+				       (long long)(c->depth + 10));
+	if (c->step_n_init < c->depth + 10)
+		return h->config_error(a->inst, "step_n_init", "must be at least depth + 10 (%lld)",
+				       (long long)(c->depth + 10));
+	for (uint32_t i = 0; i < a->n_watches; i++) {
+		const struct an_watch_cfg *w = &a->watches[i];
+
+		if (w->n_init && w->n_init < c->depth + 10)
+			return h->config_error(a->inst, "watch", "group %u: n_init must be "
+					       "0 or at least depth + 10", i + 1);
+		if (!w->metrics.n)
+			return h->config_error(a->inst, "watch", "group %u: metrics is empty", i + 1);
+		if (w->labels.n > AN_VIEW_MAX_LABELS)
+			return h->config_error(a->inst, "watch", "group %u: at most %d labels",
+					       i + 1, AN_VIEW_MAX_LABELS);
+		for (uint32_t k = 0; k < w->where.n; k++)
+			if (!strchr(w->where.v[k], '='))
+				return h->config_error(a->inst, "watch", "group %u: where \"%s\" "
+						       "is not label=glob", i + 1, w->where.v[k]);
+	}
+	for (uint32_t k = 0; k < c->comm_names.n; k++)
+		if (!strchr(c->comm_names.v[k], '='))
+			return h->config_error(a->inst, "comm_names", "\"%s\" is not "
+					       "comm-glob=name", c->comm_names.v[k]);
+	return 0;
+}
+
+static int register_metrics(struct an *a)
+{
+	const struct nt_host *h = a->host;
+
+	a->m_alerts = h->metric_register(a->inst, &m_alerts);
+	a->m_series = h->metric_register(a->inst, &m_series);
+	a->m_dropped = h->metric_register(a->inst, &m_dropped);
+	a->m_tick = h->metric_register(a->inst, &m_tick);
+	a->m_step_s = h->metric_register(a->inst, &m_step_s);
+	a->m_steps = h->metric_register(a->inst, &m_steps);
+	a->m_step_rate = h->metric_register(a->inst, &m_step_rate);
+	a->m_items = a->cfg->items_per_step > 0.0 ?
+			     h->metric_register(a->inst, &m_items) : NULL;
+	if (!a->m_alerts || !a->m_series || !a->m_dropped || !a->m_tick ||
+	    !a->m_step_s || !a->m_steps || !a->m_step_rate ||
+	    (a->cfg->items_per_step > 0.0 && !a->m_items))
+		return -ENOMEM;
+	return 0;
+}
+
+static void an_fini(void *state);
+
+/* Builds the parts in the order they depend on each other. */
+static int build(struct an *a)
+{
+	int err = 0;
+
+	if ((a->alert_type = a->host->register_schema(a->inst, &an_alert_schema)) < 0)
+		return a->alert_type;
+	if ((err = register_metrics(a)) < 0)
+		return err;
+	if (!(a->view = an_view_new((uint32_t)a->cfg->max_series)) ||
+	    !(a->joint = an_joint_new(a)) || !(a->watch = an_watch_new(a)))
+		return -ENOMEM;
+	if (!(a->rules = an_rules_new(a, &err)) && err)
+		return err;
+	a->steps = an_steps_new(a, &err);
+	return err;
+}
+
+static int an_init(struct nt_instance *inst, const struct nt_host *host,
+		   const void *config, void **state)
+{
+	struct an *a = calloc(1, sizeof(*a));
+	const struct an_cfg *c = config;
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	a->inst = inst;
+	a->host = host;
+	a->cfg = c;
+	a->watches = c->watch.items;
+	a->n_watches = c->watch.n;
+	if (!c->watch.n && c->default_watch) {
+		a->watches = an_default_watches;
+		a->n_watches = an_n_default_watches;
+	}
+	a->rules_cfg = c->rules.items;
+	a->n_rules = c->rules.n;
+	if (!c->rules.n && c->default_rules) {
+		a->rules_cfg = an_default_rules;
+		a->n_rules = an_n_default_rules;
+	}
+	if (!(err = check_config(a)))
+		err = build(a);
+	if (err) {
+		an_fini(a);
+		return err;
+	}
+	*state = a;
+	return 0;
+}
+
+static int an_attach(void *state)
+{
+	struct an *a = state;
+
+	a->host->log(a->inst, NT_LOG_INFO,
+		     "watching %u metric sets, %u rules, steps from %s",
+		     a->n_watches, a->n_rules,
+		     !a->steps ? "nothing" :
+		     a->cfg->step_function[0] ? "Python calls" : "kernel launches");
+	return a->host->add_timer(a->inst, (uint64_t)a->cfg->interval_ms, 1);
+}
+
+static int an_poll(void *state, uint32_t token, uint32_t budget)
+{
+	(void)token;
+	(void)budget;
+	an_tick(state, false);
+	return 0;
+}
+
+static void an_detach(void *state)
+{
+	(void)state;
+}
+
+static void an_fini(void *state)
+{
+	struct an *a = state;
+
+	if (!a)
+		return;
+	an_steps_free(a->steps);
+	an_rules_free(a->rules);
+	an_view_free(a->view); /* drops the watched series' detectors */
+	an_watch_free(a->watch);
+	an_joint_free(a->joint);
+	free(a);
+}
+
+static void an_consume(void *state, const struct nt_event_hdr *ev,
+		       const struct nt_schema *schema)
+{
+	struct an *a = state;
+
+	an_steps_event(a->steps, ev, schema);
+	an_rules_event(a->rules, ev, schema);
+}
+
+NT_PLUGIN_EXPORT = {
+	NT_PLUGIN_HEADER,
+	.name = "anomaly",
+	.kind = NT_KIND_DETECTOR,
+	.n_config = NT_ARRAY_LEN(an_keys),
+	.description = "online anomaly detection over the metrics (DSPOT, multivariate), fixed rules, slow training steps with what moved",
+	.version = "0.1.0",
+	.config = an_keys,
+	.config_size = sizeof(struct an_cfg),
+	.init = an_init,
+	.attach = an_attach,
+	.poll = an_poll,
+	.detach = an_detach,
+	.fini = an_fini,
+	.consume = an_consume,
+};
