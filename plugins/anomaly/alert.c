@@ -110,7 +110,7 @@ static const struct {
 	{ "ntcore_net_tx_packets_total", "{comm} packets sent" },
 	{ "ntcore_net_connections_opened_total", "{comm} new connections" },
 	{ "ntcore_net_tcp_retransmits_total", "{comm} TCP retransmits" },
-	{ "ntcore_sched_oncpu_seconds_total", "{comm} CPU time" },
+	{ "ntcore_sched_oncpu_seconds_total", "{comm} {tid} CPU time" },
 	{ "ntcore_sched_offcpu_seconds_total", "{comm} off-CPU time" },
 	{ "ntcore_sched_runqueue_wait_seconds_total", "{comm} run-queue wait" },
 	{ "ntcore_sched_migrations_total", "pid {pid} CPU migrations" },

@@ -86,7 +86,7 @@ static const struct nt_cfg_key an_keys[] = {
 	  .min = 1, .max = 0, .sub = rule_keys, .n_sub = NT_ARRAY_LEN(rule_keys),
 	  .sub_size = sizeof(struct an_rule_cfg),
 	  .desc = "fixed rules: ( { name = \"x\"; test = \"above\"; metric = \"...\"; threshold = 1.0; } , ... )" },
-	KEY(C, q, NT_CFG_FLOAT, "1e-5", 1e-12, 0.1, "risk: probability per value of a false alarm"),
+	KEY(C, q, NT_CFG_FLOAT, "3e-6", 1e-12, 0.1, "risk: probability per value of a false alarm"),
 	KEY(C, level, NT_CFG_FLOAT, "0.9", 0.5, 0.999, "quantile of the warm-up that sets the peaks threshold"),
 	KEY(C, n_init, NT_CFG_INT, "200", 20, 1000000, "warm-up values of a series before it can alarm"),
 	KEY(C, depth, NT_CFG_INT, "10", 1, 1000, "values in the moving mean (DSPOT's d)"),
@@ -102,7 +102,7 @@ static const struct nt_cfg_key an_keys[] = {
 	KEY(C, items_per_step, NT_CFG_FLOAT, "0.0", 0.0, 1e15, "items (samples, tokens) per step, for items per second (0: not published)"),
 	KEY(C, reason_min_change, NT_CFG_FLOAT, "0.5", 0.0, 1e6, "a series is a reason when it moved by this factor (0.5: x1.5 or /1.5)"),
 	KEY(C, reason_wait_steps, NT_CFG_INT, "2", 0, 1000, "steps a slow-step alert waits for a reason"),
-	KEY(C, joint_q, NT_CFG_FLOAT, "1e-5", 1e-12, 0.1, "risk of the multivariate check"),
+	KEY(C, joint_q, NT_CFG_FLOAT, "3e-6", 1e-12, 0.1, "risk of the multivariate check"),
 	KEY(C, comm_names, NT_CFG_STRING_LIST,
 	    "[\"pt_data_worker=data-loader\", \"pt_data_pin=data-loader pin\", \"pt_autograd_*=autograd\"]",
 	    1, 0, "names for process names in messages: \"comm-glob=name\""),
@@ -135,52 +135,6 @@ static const struct nt_metric_desc m_step_rate = {
 static const struct nt_metric_desc m_items = {
 	"ntcore_anomaly_items_per_second", "throughput: items_per_step / step time",
 	NT_METRIC_GAUGE, 1, lbl_pid, NULL, 0, 256 };
-
-void an_det_par(const struct an *a, const struct an_watch_cfg *w,
-		struct det_par *p)
-{
-	const struct an_cfg *c = a->cfg;
-
-	det_par_default(p);
-	p->fast.q = p->slow.q = w && w->q > 0.0 ? w->q : c->q;
-	p->fast.level = p->slow.level = c->level;
-	p->fast.method = p->slow.method =
-		strcmp(c->fit, "moments") == 0 ? SPOT_MOMENTS : SPOT_GRIMSHAW;
-	p->n_init = (uint32_t)(w && w->n_init > 0 ? w->n_init : c->n_init);
-	p->depth = (uint16_t)c->depth;
-	p->drift_len = (uint32_t)c->drift_len;
-	if (!w)
-		return;
-	p->direction = strcmp(w->direction, "down") == 0 ? DET_DOWN :
-		       strcmp(w->direction, "both") == 0 ? DET_BOTH : DET_UP;
-	p->min_change = w->min_change;
-	p->min_delta = w->min_delta;
-}
-
-void an_tick(struct an *a, bool forced)
-{
-	uint64_t t0 = an_now_ns();
-	uint64_t dropped = an_view_dropped(a->view);
-
-	an_view_tick(a->view, a->host, a->inst, t0);
-	an_rules_tick_end(a->rules, t0);
-	if (!forced)
-		an_steps_tick(a->steps, t0);
-	an_joint_tick_end(a->joint, t0);
-	a->ticks++;
-	a->last_tick_ns = t0;
-	a->host->metric_set(a->m_series, NULL, an_view_series(a->view));
-	if (an_view_dropped(a->view) > dropped) {
-		if (!dropped)
-			a->host->log(a->inst, NT_LOG_WARN,
-				     "max_series (%lld) reached: further series are "
-				     "not watched (ntcore_anomaly_series_dropped_total)",
-				     (long long)a->cfg->max_series);
-		a->host->metric_add(a->m_dropped, NULL,
-				    (double)(an_view_dropped(a->view) - dropped));
-	}
-	a->host->metric_add(a->m_tick, NULL, (double)(an_now_ns() - t0) / 1e9);
-}
 
 /* Semantic checks the schema's bounds cannot express. */
 static int check_config(struct an *a)

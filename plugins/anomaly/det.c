@@ -37,9 +37,9 @@ static float *slow_peaks(struct det *d, const struct det_par *p)
 void det_par_default(struct det_par *p)
 {
 	*p = (struct det_par){
-		.fast = { .q = 1e-5, .level = 0.9, .cap = 32,
+		.fast = { .q = 3e-6, .level = 0.9, .cap = 64,
 			  .method = SPOT_GRIMSHAW },
-		.slow = { .q = 1e-5, .level = 0.9, .cap = 32,
+		.slow = { .q = 3e-6, .level = 0.9, .cap = 64,
 			  .method = SPOT_GRIMSHAW },
 		.n_init = 200,
 		.depth = 10,
@@ -216,9 +216,9 @@ static enum det_verdict drift_step(struct det *d, const struct det_par *p,
 static enum det_verdict warmup_step(struct det *d, const struct det_par *p,
 				    double x, struct det_out *o)
 {
-	d->warm[d->seen++] = (float)x;
-	o->baseline = det_baseline(d, p);
+	o->baseline = det_baseline(d, p); /* the values before this one */
 	o->threshold = NAN;
+	d->warm[d->seen++] = (float)x;
 	if (d->seen == p->n_init && calibrate(d, p) < 0)
 		d->seen--; /* out of memory: try again with the next value */
 	return o->verdict = DET_WARMUP;

@@ -6,7 +6,7 @@
 #include <math.h>
 
 /* Points scanned for a sign change of w on each side of 0. */
-#define SCAN_POINTS 20
+#define SCAN_POINTS 32
 #define BISECT_STEPS 48
 #define NEWTON_STEPS 8
 
@@ -111,16 +111,16 @@ static void consider(const struct peaks *p, double x, struct best *b)
 
 /*
  * Scans one side of 0: points at distances from 0 spaced geometrically
- * from `span` * 1e-6 to `span` (sign `dir`), bisecting each sign change.
+ * from `lo` to `span` (sign `dir`), bisecting each sign change.
  */
-static unsigned scan_side(const struct peaks *p, double span, int dir,
-			  struct best *b)
+static unsigned scan_side(const struct peaks *p, double lo, double span,
+			  int dir, struct best *b)
 {
-	double prev_x = NAN, prev_w = NAN;
+	double prev_x = NAN, prev_w = NAN, ratio = lo / span;
 	unsigned evals = 0;
 
 	for (int k = 0; k <= SCAN_POINTS; k++) {
-		double frac = pow(1e-6, 1.0 - (double)k / SCAN_POINTS);
+		double frac = pow(ratio, 1.0 - (double)k / SCAN_POINTS);
 		double x = dir * span * frac * (1.0 - 1e-9), w;
 
 		if (eval_w(p, x, &w, NULL) < 0)
@@ -181,9 +181,12 @@ unsigned gpd_fit_grimshaw(const float *y, size_t n, struct gpd *out,
 	if (b.root == 0.0) {
 		double pos = 2.0 * (p.mean - p.min) / (p.min * p.min);
 
-		evals += scan_side(&p, 1.0 / p.max, -1, &b);
-		if (isfinite(pos) && pos > 0.0)
-			evals += scan_side(&p, fmin(pos, 1e6 / p.mean), 1, &b);
+		/* roots x = gamma / sigma: from gamma 1e-4 of the mean's
+		 * scale up to the bound (capped where 1 + x y is all x y) */
+		evals += scan_side(&p, 1e-6 / p.max, 1.0 / p.max, -1, &b);
+		pos = isfinite(pos) ? fmin(pos, 1e6 / p.mean) : 1e6 / p.mean;
+		if (pos > 1e-4 / p.mean)
+			evals += scan_side(&p, 1e-4 / p.mean, pos, 1, &b);
 	}
 	*out = b.g;
 	if (root)

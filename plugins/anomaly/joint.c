@@ -41,9 +41,8 @@ double joint_score(const double *z, size_t n)
 	if (!n)
 		return 0.0;
 	for (size_t i = 0; i < n; i++)
-		if (z[i] > 0.0)
-			s += z[i] * z[i];
-	return sqrt(s / (double)n);
+		s += z[i];
+	return s / (double)n;
 }
 
 int an_joint_group(const struct an_joint *j, const char *name)
@@ -65,6 +64,10 @@ struct an_joint *an_joint_new(struct an *a)
 	j->par.fast.q = a->cfg->joint_q;
 	j->par.drift_len = 0;
 	j->par.direction = DET_UP;
+	/* the members moved by a quarter of their alarm lines on average
+	 * at least: a rare but tiny wobble of series that never move (a
+	 * constant latency) is no news */
+	j->par.min_delta = 0.25;
 	for (uint32_t i = 0; i < a->n_watches; i++) {
 		const char *name = a->watches[i].group;
 
@@ -193,9 +196,8 @@ void an_joint_tick_end(struct an_joint *j, uint64_t now_ns)
 
 		if (g->n >= 2) {
 			for (uint32_t k = 0; k < g->n; k++)
-				if (g->m[k].z > 0.0)
-					score += g->m[k].z * g->m[k].z;
-			score = sqrt(score / g->n);
+				score += g->m[k].z;
+			score /= g->n;
 			if (det_update(g->det, &j->par, score, &o) == DET_SPIKE &&
 			    !g->any_alarm &&
 			    (!g->last_alert_ns ||
