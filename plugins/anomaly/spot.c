@@ -10,6 +10,9 @@
 
 #include "gpd.h"
 
+/* Below this moments estimate of gamma the tail is taken as exponential. */
+#define NEAR_EXPONENTIAL 0.05
+
 static int cmp_float(const void *a, const void *b)
 {
 	float x = *(const float *)a, y = *(const float *)b;
@@ -54,13 +57,24 @@ void spot_refit(struct spot *s, const float *peaks, const struct spot_par *p)
 	}
 	mean = s->np ? sum / s->np : 0.0;
 	var = s->np > 1 ? (sq - sum * mean) / (s->np - 1) : 0.0;
-	if (s->np < GPD_MIN_FIT) {
+	gpd_fit_moments(mean, var, &g);
+	if (s->np < GPD_MIN_FIT || g.gamma < NEAR_EXPONENTIAL) {
+		/* peaks no heavier than exponential (the moments estimate of
+		 * gamma <= 0) end on the exponential floor below anyway, and
+		 * barely heavier ones are as good as exponential at q: no
+		 * search (near 0 Grimshaw's root is ill-conditioned, and
+		 * those searches were most of the detector's cost) */
 		gpd_fit_exponential(mean, &g);
 	} else if (p->method == SPOT_MOMENTS) {
 		gpd_fit_moments(mean, var, &g);
 	} else {
+		/* Newton starts at the last fit's root, or else at the
+		 * moments estimate's x = gamma / sigma (> 0 here): most
+		 * refits then take a few evaluations, not a scan */
 		double root = s->root;
 
+		if (root == 0.0)
+			root = g.gamma / g.sigma;
 		gpd_fit_grimshaw(peaks, s->np, &g, &root);
 		s->root = (float)root;
 	}
