@@ -260,10 +260,9 @@ const char *an_fmt_value(const char *family, uint32_t type, double v,
 		fmt_bytes(v, "/s", buf, len);
 	else if (ends_with(family, "_bytes"))
 		fmt_bytes(v, "", buf, len);
-	else if (rate)
-		snprintf(buf, len, "%.3g/s", v);
 	else
-		snprintf(buf, len, "%.3g", v);
+		snprintf(buf, len, fabs(v) >= 1000.0 && fabs(v) < 1e9 ? "%.0f%s" : "%.3g%s",
+			 v, rate ? "/s" : "");
 	return buf;
 }
 

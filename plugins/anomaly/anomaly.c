@@ -261,7 +261,7 @@ static int an_poll(void *state, uint32_t token, uint32_t budget)
 {
 	(void)token;
 	(void)budget;
-	an_tick(state, false);
+	an_tick(state);
 	return 0;
 }
 

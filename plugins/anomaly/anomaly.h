@@ -117,7 +117,8 @@ struct an {
 void an_det_par(const struct an *a, const struct an_watch_cfg *w,
 		struct det_par *p);
 /* Runs one metrics snapshot and everything that follows it (watched
- * series, joint check, metric rules); `forced` from a slow step. */
-void an_tick(struct an *a, bool forced);
+ * series, metric rules, slow steps waiting for their reason, the joint
+ * check); on the timer. */
+void an_tick(struct an *a);
 
 #endif

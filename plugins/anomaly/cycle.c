@@ -34,15 +34,14 @@ void an_det_par(const struct an *a, const struct an_watch_cfg *w,
 	p->min_delta = w->min_delta;
 }
 
-void an_tick(struct an *a, bool forced)
+void an_tick(struct an *a)
 {
 	uint64_t t0 = an_now_ns();
 	uint64_t dropped = an_view_dropped(a->view);
 
 	an_view_tick(a->view, a->host, a->inst, t0);
 	an_rules_tick_end(a->rules, t0);
-	if (!forced)
-		an_steps_tick(a->steps, t0);
+	an_steps_tick(a->steps, t0);
 	an_joint_tick_end(a->joint, t0);
 	a->ticks++;
 	a->last_tick_ns = t0;

@@ -24,7 +24,6 @@
 #define FIRST_TRY 1024
 #define RELEARN_AFTER 16       /* steps in a row off the learned length */
 #define PENDING_MAX_NS 5000000000ULL
-#define FORCE_GAP_NS 50000000ULL
 
 struct pending {
 	bool on;
@@ -47,7 +46,7 @@ struct stp {
 	uint64_t step;            /* anchors seen (launches) / calls (Python) */
 	uint64_t start_ns;        /* the current step's start, 0 unknown */
 	struct det *det;
-	uint64_t last_alert_ns, last_forced_ns;
+	uint64_t last_alert_ns;
 	struct pending p;
 	bool fresh;               /* a step ended since the last snapshot */
 	double last_dur, last_z;
@@ -228,26 +227,32 @@ static void step_alert(struct an_steps *S, struct stp *p,
 	an_sb_free(&ev);
 }
 
-/* Looks for the reason of a pending slow step; publishes when found or
- * when waiting is over. */
+/*
+ * A pending slow step is published at the first snapshot after it ended
+ * that shows a watched series moved, or, without one, once
+ * reason_wait_steps more steps ended (or 5 s passed). It waits for a
+ * snapshot on the timer rather than taking one at once: a snapshot taken
+ * right after a timed one holds the counters whose change came too soon
+ * (view.h), and the stale ones lost to the histograms that moved least.
+ */
 static void pending_check(struct an_steps *S, struct stp *p, uint64_t now,
-			  bool step_ended, bool may_force)
+			  bool step_ended)
 {
 	struct an_moved m[TOP_MOVED];
 	size_t n;
+	bool give_up;
 
 	if (!p->p.on)
 		return;
 	if (step_ended)
 		p->p.waited++;
-	if (may_force && now - p->last_forced_ns >= FORCE_GAP_NS) {
-		p->last_forced_ns = now;
-		an_tick(S->a, true);
-	}
+	give_up = p->p.waited >= (uint32_t)S->a->cfg->reason_wait_steps ||
+		  now - p->p.end_ns >= PENDING_MAX_NS;
+	if (step_ended && !give_up)
+		return;
 	n = an_watch_moved(S->a->watch, p->p.start_ns,
 			   S->a->cfg->reason_min_change, m, TOP_MOVED);
-	if (!n && p->p.waited < (uint32_t)S->a->cfg->reason_wait_steps &&
-	    now - p->p.end_ns < PENDING_MAX_NS)
+	if (!n && !give_up)
 		return;
 	p->p.on = false;
 	step_alert(S, p, m, n);
@@ -286,7 +291,7 @@ static void step_done(struct an_steps *S, struct stp *p, double dur,
 	p->last_z = o.z;
 	p->last_v = o.verdict;
 	if (p->p.on) {
-		pending_check(S, p, end_ns, true, true);
+		pending_check(S, p, end_ns, true);
 		return;
 	}
 	if ((o.verdict != DET_SPIKE && o.verdict != DET_DRIFT) ||
@@ -296,7 +301,8 @@ static void step_done(struct an_steps *S, struct stp *p, double dur,
 	p->p = (struct pending){ .on = true, .step = p->step, .start_ns = start_ns,
 				 .end_ns = end_ns, .dur = dur, .base = o.baseline,
 				 .verdict = o.verdict };
-	pending_check(S, p, end_ns, false, true);
+	if (S->a->cfg->reason_wait_steps == 0)
+		pending_check(S, p, end_ns, true);
 }
 
 /* ---- launch pattern -------------------------------------------------- */
@@ -392,12 +398,16 @@ static void on_launch(struct an_steps *S, const struct nt_event_hdr *ev,
 
 /* ---- Python function ------------------------------------------------- */
 
+/* The pattern against the qualified name ("Trainer.step",
+ * "main.<locals>.train_step"), its last part, and "file:qualname". */
 static bool function_matches(const char *pat, const char *fn, const char *file)
 {
+	const char *last = strrchr(fn, '.');
 	char both[512];
 
 	snprintf(both, sizeof(both), "%s:%s", file, fn);
-	return fnmatch(pat, fn, 0) == 0 || fnmatch(pat, both, 0) == 0;
+	return fnmatch(pat, fn, 0) == 0 || fnmatch(pat, both, 0) == 0 ||
+	       (last && fnmatch(pat, last + 1, 0) == 0);
 }
 
 static void on_calls(struct an_steps *S, const struct nt_event_hdr *ev,
@@ -406,6 +416,7 @@ static void on_calls(struct an_steps *S, const struct nt_event_hdr *ev,
 	const char *pat = S->a->cfg->step_function;
 	char fn[256], file[256];
 	double calls, timed, incl, dur;
+	uint64_t prev;
 	struct stp *p;
 
 	cache_fields(&S->calls, sc, calls_fields, NT_ARRAY_LEN(calls_fields));
@@ -417,12 +428,22 @@ static void on_calls(struct an_steps *S, const struct nt_event_hdr *ev,
 	    !function_matches(pat, fn, file) || !(p = proc_get(S, ev)))
 		return;
 	p->python = true;
-	if (calls < 1.0 || timed < 1.0)
+	prev = p->start_ns;
+	p->start_ns = ev->ts_ns;
+	if (calls < 1.0)
 		return;
-	dur = incl / timed / 1e9;
+	/* Timed calls give the step time. CPython 3.11+ fires the entry
+	 * marker only for frames entered from C, so a step function called
+	 * from Python code is counted but never timed: then the time since
+	 * the previous report of it, over its calls, is the mean step. */
+	if (timed >= calls / 2.0)
+		dur = incl / timed / 1e9;
+	else if (prev && ev->ts_ns > prev)
+		dur = (double)(ev->ts_ns - prev) / 1e9 / calls;
+	else
+		return;
 	p->step += (uint64_t)calls;
-	step_done(S, p, dur, ev->ts_ns - (uint64_t)(incl > 0 ? incl : 0), ev->ts_ns,
-		  (uint64_t)calls);
+	step_done(S, p, dur, prev ? prev : ev->ts_ns, ev->ts_ns, (uint64_t)calls);
 }
 
 /* ---- set-up ---------------------------------------------------------- */
@@ -450,7 +471,7 @@ void an_steps_tick(struct an_steps *S, uint64_t now_ns)
 					      p->last_dur, p->last_z, p->last_v);
 		p->fresh = false;
 		if (p->p.on) /* the snapshot just taken may hold the reason */
-			pending_check(S, p, now_ns, false, false);
+			pending_check(S, p, now_ns, false);
 	}
 }
 

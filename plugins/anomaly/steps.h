@@ -9,14 +9,15 @@
  *    cuda.launch events (launch_events = true there; period.h), timed from
  *    one anchor launch to the next.
  * Each step time goes through a detector (DSPOT, up, gated by
- * step_min_slowdown). A slow step forces a metrics snapshot and asks the
- * watched series what moved since the step began; the alert names the one
+ * step_min_slowdown). For a slow step, the next metrics snapshot is asked
+ * which watched series moved since the step began; the alert names the one
  * that moved most with its before and after:
  *   "step 12,400: 31 % slower (0.131 s, normal 0.100 s); data-loader read
  *    latency x6 at the same time (0.41 ms -> 2.5 ms)"
  * When nothing moved yet (a producer's next update is due), the alert
- * waits at most `reason_wait_steps` more steps (or 5 s), then goes out
- * saying so. Step time, steps per second and items per second (with
+ * waits for later snapshots, at most `reason_wait_steps` more steps (or
+ * 5 s), then goes out saying so. So it comes at most one interval_ms after
+ * the slow step, or reason_wait_steps steps later, whichever is first. Step time, steps per second and items per second (with
  * items_per_step) are published as metrics.
  */
 #ifndef AN_STEPS_H

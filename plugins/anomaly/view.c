@@ -34,6 +34,8 @@ struct fam_view {
 struct family {
 	char *name;
 	uint32_t type;
+	uint64_t changed_ns; /* when a change was last seen */
+	double gap_ns;       /* typical time between changes (EWMA) */
 	double fp;
 	uint32_t fp_n;
 	bool fp_set, changed;
@@ -320,6 +322,12 @@ static int visit_family(void *arg, const struct nt_metric_desc *d,
 	f->fp_set = true;
 	if (!f->changed)
 		return 0;
+	if (f->changed_ns && v->now > f->changed_ns) {
+		double gap = (double)(v->now - f->changed_ns);
+
+		f->gap_ns = f->gap_ns > 0.0 ? 0.8 * f->gap_ns + 0.2 * gap : gap;
+	}
+	f->changed_ns = v->now;
 	for (uint32_t k = 0; k < f->n_fv; k++)
 		for (uint32_t i = 0; i < n; i++)
 			if (where_ok(&v->views[f->fv[k].view], &f->fv[k], &ss[i]))
@@ -330,8 +338,17 @@ static int visit_family(void *arg, const struct nt_metric_desc *d,
 /* The value a series' new snapshot gives; false when it gives none. */
 static bool derive(struct an_series *s, uint64_t now, double *out)
 {
+	const struct family *f = s->fam;
 	bool ok = false;
 
+	/* A change seen soon after the previous one (a snapshot forced by a
+	 * slow step right after a timed one, or a late timer) carries a whole
+	 * producer interval of counts over a sliver of time: a rate made of
+	 * it was a burst x300 that never happened. Such a change is held and
+	 * joined to the next one. */
+	if (s->type == NT_METRIC_COUNTER && s->have_cum && f->gap_ns > 0.0 &&
+	    (double)(now - s->cum_ns) < 0.5 * f->gap_ns)
+		return false;
 	if (s->type == NT_METRIC_GAUGE) {
 		*out = s->acc_v;
 		ok = true;

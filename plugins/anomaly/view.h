@@ -14,7 +14,9 @@
  * value, moved): producers update their families every interval of their
  * own, and a rate over a snapshot that saw no update (0) next to one that
  * saw two (2x) would be noise made here. The rate's time is the time since
- * the family last changed.
+ * the series' previous value; a change seen less than half the family's
+ * typical interval after the previous one is held and joined to the next
+ * (its time would be a sliver, its rate a false burst).
  *
  * Series are kept in one table for all views, at most `max_series` (the
  * rest counted as dropped), and forgotten after 120 snapshots unseen.

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Checks the alert.anomaly records of tests/integration/anomaly.sh.
+
+  check.py change JSONL WORK KIND REGEX WITHIN_S
+      an alert of KIND whose message matches REGEX within WITHIN_S seconds
+      after the workload's change, and no alert.anomaly before the change
+  check.py step JSONL WORK REGEX MAX_STEPS
+      a step alert whose message matches REGEX while the workload was at
+      most MAX_STEPS steps past the slow one, its step number within them,
+      and no alert before the slow step
+  check.py none JSONL
+      no alert.anomaly, except within 3 s of an io.slow record (a request
+      the shared disk took >= 200 ms for: a real stall, printed)
+"""
+import json
+import re
+import sys
+
+
+def alerts(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("type") == "alert.anomaly":
+                out.append(e)
+    return out
+
+
+def show(al):
+    return "\n".join("  %s %s: %s" % (a["ts"], a.get("kind"), a.get("message"))
+                     for a in al) or "  (none)"
+
+
+def fail(msg, al):
+    sys.exit("check.py: FAIL: %s\nalerts:\n%s" % (msg, show(al)))
+
+
+def change(path, work, kind, regex, within):
+    al = alerts(path)
+    w = json.load(open(work))
+    t0 = w["change_ns"]
+    early = [a for a in al if a["ts"] < t0]
+    if early:
+        fail("%d alert(s) before the change" % len(early), al)
+    hit = [a for a in al if a.get("kind") == kind and re.search(regex, a["message"])
+           and a["ts"] <= t0 + within * 1e9]
+    if not hit:
+        fail("no %s alert matching /%s/ within %g s of the change" % (kind, regex, within), al)
+    print("check.py: %.2f s after the change: %s" % ((hit[0]["ts"] - t0) / 1e9, hit[0]["message"]))
+
+
+def step(path, work, regex, max_steps):
+    al = alerts(path)
+    w = json.load(open(work))
+    slow, marks = w["slow_at"], w["step_ns"]
+    early = [a for a in al if a["ts"] < marks[slow]]
+    if early:
+        fail("%d alert(s) before the slow step" % len(early), al)
+    hit = [a for a in al if a.get("kind") == "step" and re.search(regex, a["message"])]
+    if not hit:
+        fail("no step alert matching /%s/" % regex, al)
+    a = hit[0]
+    at = sum(1 for t in marks if t <= a["ts"]) - 1  # the step running then
+    print("check.py: slow from step %d; alert while step %d ran (%d steps later), "
+          "ntcore's step %d: %s" % (slow, at, at - slow, a["step"], a["message"]))
+    if at - slow > max_steps:
+        fail("flagged %d steps after the slow one (at most %d)" % (at - slow, max_steps), al)
+    # Python steps come in batches (python.calls every report interval, 4
+    # steps of 25 ms): the batch the slow step began in counts the steps
+    # whose returns it saw, up to 5 fewer
+    if not slow - 5 <= a["step"] <= slow + max_steps + 1:
+        fail("the alert names step %d, the slow one is %d" % (a["step"], slow), al)
+
+
+def main():
+    a = sys.argv[1:]
+    if a[0] == "change":
+        change(a[1], a[2], a[3], a[4], float(a[5]))
+    elif a[0] == "step":
+        step(a[1], a[2], a[3], int(a[4]))
+    elif a[0] == "none":
+        al = alerts(a[1])
+        stalls = [e for e in map(json.loads, open(a[1])) if e.get("type") == "io.slow"]
+        real = [x for x in al if any(abs(x["ts"] - s["ts"]) <= 3e9 for s in stalls)]
+        for x in real:
+            worst = max(s["latency_ns"] for s in stalls if abs(x["ts"] - s["ts"]) <= 3e9)
+            print("check.py: tolerated, the disk stalled %.0f ms then: %s" %
+                  (worst / 1e6, x["message"]))
+        left = [x for x in al if x not in real]
+        if left:
+            fail("%d alert(s) in a quiet run" % len(left), left)
+        print("check.py: no alert without a disk stall")
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
