@@ -76,7 +76,7 @@ struct an_cfg {
 	const char *step_function; /* fnmatch pattern of a Python function */
 	const char *step_group;    /* joint group the step time joins */
 	double step_q, step_min_slowdown;
-	int64_t step_n_init, step_learn_launches;
+	int64_t step_n_init, step_learn_launches, step_sustain;
 	double items_per_step;
 	double reason_min_change;
 	int64_t reason_wait_steps;

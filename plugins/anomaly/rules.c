@@ -247,8 +247,10 @@ static void metric_judge(struct rule *r, struct an_series *s, uint64_t now)
 		den = partner(r, r->over_view, c->over, s, now);
 		if (!den || den->value < c->min_value || den->value <= 0.0)
 			gated = true;
-		else
-			v /= den->value;
+		else /* the two rates may cover slightly different spans
+		      * (view.h holds a change seen too soon): a share above
+		      * 1 is that, not news */
+			v = fmin(v / den->value, 1.0);
 	}
 	if (r->when_view >= 0) {
 		gate = partner(r, r->when_view, c->when_metric, s, now);

@@ -46,6 +46,17 @@ static void requantile(struct spot *s, const struct spot_par *p)
 	s->zq = (float)gpd_quantile(&g, s->t, p->q, s->n, s->nt);
 }
 
+static double median(const float *v, uint16_t n)
+{
+	float tmp[GPD_MIN_FIT];
+
+	if (!n)
+		return 0.0;
+	memcpy(tmp, v, n * sizeof(*v));
+	qsort(tmp, n, sizeof(*tmp), cmp_float);
+	return n % 2 ? tmp[n / 2] : 0.5 * ((double)tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
 void spot_refit(struct spot *s, const float *peaks, const struct spot_par *p)
 {
 	struct gpd g;
@@ -58,7 +69,13 @@ void spot_refit(struct spot *s, const float *peaks, const struct spot_par *p)
 	mean = s->np ? sum / s->np : 0.0;
 	var = s->np > 1 ? (sq - sum * mean) / (s->np - 1) : 0.0;
 	gpd_fit_moments(mean, var, &g);
-	if (s->np < GPD_MIN_FIT || g.gamma < NEAR_EXPONENTIAL) {
+	if (s->np < GPD_MIN_FIT) {
+		/* a handful of peaks: the exponential scale from their mean,
+		 * or from their median (= sigma ln 2) when that is smaller,
+		 * so that one outlier of a short warm-up (a first, cold
+		 * step) does not set z_q */
+		gpd_fit_exponential(fmin(mean, median(peaks, s->np) / M_LN2), &g);
+	} else if (g.gamma < NEAR_EXPONENTIAL) {
 		/* peaks no heavier than exponential (the moments estimate of
 		 * gamma <= 0) end on the exponential floor below anyway, and
 		 * barely heavier ones are as good as exponential at q: no

@@ -49,6 +49,10 @@ struct stp {
 	uint64_t last_alert_ns;
 	struct pending p;
 	bool fresh;               /* a step ended since the last snapshot */
+	uint32_t slow_run;        /* slow step times in a row */
+	uint64_t py_prev_ns;      /* Python: the report before the last one */
+	double py_prev_calls;     /* and the calls of the last one */
+	uint64_t slow_start_ns;   /* when the first of them began */
 	double last_dur, last_z;
 	enum det_verdict last_v;
 };
@@ -246,7 +250,10 @@ static void pending_check(struct an_steps *S, struct stp *p, uint64_t now,
 		return;
 	if (step_ended)
 		p->p.waited++;
-	give_up = p->p.waited >= (uint32_t)S->a->cfg->reason_wait_steps ||
+	/* without a reason, wait for reason_wait_steps steps and two
+	 * snapshots at least: a probe's update may be due */
+	give_up = (p->p.waited >= (uint32_t)S->a->cfg->reason_wait_steps &&
+		   now - p->p.end_ns >= 2 * (uint64_t)S->a->cfg->interval_ms * 1000000ULL) ||
 		  now - p->p.end_ns >= PENDING_MAX_NS;
 	if (step_ended && !give_up)
 		return;
@@ -294,9 +301,17 @@ static void step_done(struct an_steps *S, struct stp *p, double dur,
 		pending_check(S, p, end_ns, true);
 		return;
 	}
-	if ((o.verdict != DET_SPIKE && o.verdict != DET_DRIFT) ||
+	if (o.verdict != DET_SPIKE && o.verdict != DET_DRIFT) {
+		p->slow_run = 0;
+		return;
+	}
+	if (!p->slow_run++)
+		p->slow_start_ns = start_ns;
+	if (p->slow_run < (uint32_t)S->a->cfg->step_sustain ||
 	    (p->last_alert_ns && end_ns - p->last_alert_ns < cool))
 		return;
+	start_ns = p->slow_start_ns;
+	p->slow_run = 0;
 	p->last_alert_ns = end_ns;
 	p->p = (struct pending){ .on = true, .step = p->step, .start_ns = start_ns,
 				 .end_ns = end_ns, .dur = dur, .base = o.baseline,
@@ -428,20 +443,27 @@ static void on_calls(struct an_steps *S, const struct nt_event_hdr *ev,
 	    !function_matches(pat, fn, file) || !(p = proc_get(S, ev)))
 		return;
 	p->python = true;
-	prev = p->start_ns;
+	prev = p->py_prev_ns;  /* the report before the previous one */
+	p->py_prev_ns = p->start_ns;
 	p->start_ns = ev->ts_ns;
 	if (calls < 1.0)
 		return;
 	/* Timed calls give the step time. CPython 3.11+ fires the entry
 	 * marker only for frames entered from C, so a step function called
-	 * from Python code is counted but never timed: then the time since
-	 * the previous report of it, over its calls, is the mean step. */
-	if (timed >= calls / 2.0)
+	 * from Python code is counted but never timed: then the time of the
+	 * last two reports over their calls is the mean step. One report
+	 * alone made steady steps look slow: a report that came late
+	 * stretched its interval (x3.7 once on a loaded machine), and steps
+	 * about as long as the report interval fell one or two in a batch. */
+	if (timed >= calls / 2.0) {
 		dur = incl / timed / 1e9;
-	else if (prev && ev->ts_ns > prev)
-		dur = (double)(ev->ts_ns - prev) / 1e9 / calls;
-	else
+	} else if (prev && ev->ts_ns > prev) {
+		dur = (double)(ev->ts_ns - prev) / 1e9 / (calls + p->py_prev_calls);
+	} else {
+		p->py_prev_calls = calls;
 		return;
+	}
+	p->py_prev_calls = calls;
 	p->step += (uint64_t)calls;
 	step_done(S, p, dur, prev ? prev : ev->ts_ns, ev->ts_ns, (uint64_t)calls);
 }

@@ -9,15 +9,15 @@
  *    cuda.launch events (launch_events = true there; period.h), timed from
  *    one anchor launch to the next.
  * Each step time goes through a detector (DSPOT, up, gated by
- * step_min_slowdown). For a slow step, the next metrics snapshot is asked
+ * step_min_slowdown); `step_sustain` slow times in a row make a slow step. For a slow step, the next metrics snapshot is asked
  * which watched series moved since the step began; the alert names the one
  * that moved most with its before and after:
  *   "step 12,400: 31 % slower (0.131 s, normal 0.100 s); data-loader read
  *    latency x6 at the same time (0.41 ms -> 2.5 ms)"
  * When nothing moved yet (a producer's next update is due), the alert
- * waits for later snapshots, at most `reason_wait_steps` more steps (or
- * 5 s), then goes out saying so. So it comes at most one interval_ms after
- * the slow step, or reason_wait_steps steps later, whichever is first. Step time, steps per second and items per second (with
+ * waits for later snapshots: at most until `reason_wait_steps` more steps
+ * ended and two interval_ms passed (or 5 s), then goes out saying so. With
+ * a reason it comes at the first snapshot that shows it. Step time, steps per second and items per second (with
  * items_per_step) are published as metrics.
  */
 #ifndef AN_STEPS_H

@@ -11,7 +11,7 @@ set -euo pipefail
 B=${1:-/tmp/gpubuild}
 S=$(mktemp -d /tmp/gpubundle.XXXXXX)
 trap 'rm -rf "$S"' EXIT
-# ALL=1: every plugin (tests/gpu/training_conf.sh); else what the cuda,
+# ALL=1: every plugin (tests/gpu/training_conf.sh, tests/gpu/anomaly.sh); else what the cuda,
 # detectors, python, nvlink and trace checks need.
 if [ "${ALL:-0}" = 1 ]; then plugins=all; else plugins=cuda,nvlink,python,stdout,file,trace; fi
 [ -f "$B/build.ninja" ] || meson setup "$B" -Dplugins=$plugins >/dev/null
@@ -32,7 +32,7 @@ cp "$B/sinks/file/file.so" "$S/sinks/file/"
 cp "$B/sinks/stdout/stdout.so" "$S/sinks/stdout/"
 cp "$B/sinks/trace/trace.so" "$S/sinks/trace/"
 if [ "${ALL:-0}" = 1 ]; then
-	for p in sched mem io net; do
+	for p in sched mem io net anomaly; do
 		mkdir -p "$S/plugins/$p" && cp "$B/plugins/$p/$p.so" "$S/plugins/$p/"
 	done
 	for p in prometheus grpc; do

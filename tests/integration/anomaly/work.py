@@ -8,10 +8,10 @@ epoch, as the file sink writes `ts`) and step go to OUT (JSON).
                                    then 4 KiB ones (mostly-small I/O)
   net BEFORE_S AFTER_S OUT         loopback TCP: 200 KB/s, then as fast as
                                    it goes (a network burst)
-  steps FILE STEPS SLOW_AT OUT     train_step() reads 2 MiB of FILE with
+  steps FILE STEPS SLOW_AT OUT     train_step() reads 4 MiB of FILE with
                                    O_DIRECT in 256 KiB requests and works
                                    20 ms; from step SLOW_AT on it reads
-                                   them in 4 KiB requests (slower steps)
+                                   them in 4 KiB requests (3-6x slower)
 """
 import json
 import mmap
@@ -107,7 +107,7 @@ def steps_mode(path, steps, slow_at, out, steady):
     log = {"step_ns": []}
 
     def train_step(read):
-        read(2 << 20)
+        read(4 << 20)
         busy(0.02)
 
     for i in range(steps):
