@@ -166,8 +166,7 @@ static void expand_label(const struct an *a, const struct an_series *s,
 	*f = end + 1;
 	v = an_series_label_by(s, label);
 	if (!v || !*v) {
-		if (sb->len && sb->p[sb->len - 1] == ' ')
-			sb->p[--sb->len] = '\0';
+		an_sb_trim_space(sb);
 		return;
 	}
 	if (strcmp(label, "comm") == 0)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Generic plumbing: string buffer, hash, clock (see an_util.h). */
+/* Generic plumbing on the plugin kit; see an_util.h. */
 #include "an_util.h"
 
 #include <math.h>
@@ -7,91 +7,60 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "ntcore/kit/clock.h"
 
 void an_sb_init(struct an_sb *b)
 {
-	memset(b, 0, sizeof(*b));
+	nt_sb_init(&b->k, 0);
 }
 
 void an_sb_free(struct an_sb *b)
 {
-	free(b->p);
-	an_sb_init(b);
+	nt_sb_fini(&b->k);
 }
 
 void an_sb_reset(struct an_sb *b)
 {
-	b->len = 0;
-	if (b->p)
-		b->p[0] = '\0';
-}
-
-static bool sb_reserve(struct an_sb *b, size_t more)
-{
-	size_t need = b->len + more + 1, cap;
-	char *p;
-
-	if (b->oom)
-		return false;
-	if (need <= b->cap)
-		return true;
-	for (cap = b->cap ? b->cap : 256; cap < need; cap *= 2)
-		;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
+	nt_sb_reset(&b->k);
 }
 
 void an_sb_putn(struct an_sb *b, const char *s, size_t n)
 {
-	if (!sb_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	nt_sb_put(&b->k, s, n);
 }
 
 void an_sb_puts(struct an_sb *b, const char *s)
 {
-	an_sb_putn(b, s, strlen(s));
+	nt_sb_puts(&b->k, s);
 }
 
 void an_sb_printf(struct an_sb *b, const char *fmt, ...)
 {
 	va_list ap;
+	char small[256], *big = NULL;
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
-	if (n < 0 || !sb_reserve(b, (size_t)n))
+	if (n < 0)
 		return;
+	if ((size_t)n < sizeof(small)) {
+		nt_sb_put(&b->k, small, (size_t)n);
+		return;
+	}
 	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	n = vasprintf(&big, fmt, ap);
 	va_end(ap);
-	b->len += (size_t)n;
+	if (n >= 0)
+		nt_sb_put(&b->k, big, (size_t)n);
+	free(big);
 }
 
 void an_sb_json_str(struct an_sb *b, const char *s)
 {
-	an_sb_putn(b, "\"", 1);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			an_sb_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			an_sb_printf(b, "\\u%04x", c);
-		else
-			an_sb_putn(b, (const char *)&c, 1);
-	}
-	an_sb_putn(b, "\"", 1);
+	nt_sb_json_str(&b->k, s ? s : "", s ? strlen(s) : 0);
 }
 
 void an_sb_json_num(struct an_sb *b, double v)
@@ -102,9 +71,15 @@ void an_sb_json_num(struct an_sb *b, double v)
 		an_sb_puts(b, "null");
 }
 
+void an_sb_trim_space(struct an_sb *b)
+{
+	if (b->k.len && b->k.buf[b->k.len - 1] == ' ')
+		nt_sb_rewind(&b->k, b->k.len - 1);
+}
+
 const char *an_sb_str(const struct an_sb *b)
 {
-	return b->p ? b->p : "";
+	return nt_sb_str(&b->k);
 }
 
 uint64_t an_hash(uint64_t h, const void *p, size_t n)
@@ -120,102 +95,50 @@ uint64_t an_hash(uint64_t h, const void *p, size_t n)
 
 uint64_t an_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return nt_clock_mono_ns();
 }
 
 void an_map_init(struct an_map *m)
 {
-	memset(m, 0, sizeof(*m));
+	nt_hmap_init(&m->h, sizeof(uint64_t), sizeof(void *), 0);
 }
 
 void an_map_fini(struct an_map *m)
 {
-	free(m->keys);
-	free(m->vals);
-	an_map_init(m);
-}
-
-static size_t slot_of(const struct an_map *m, uint64_t key)
-{
-	return (size_t)(key * 0x9e3779b97f4a7c15ULL >> 20) & (m->cap - 1);
+	nt_hmap_fini(&m->h);
 }
 
 void *an_map_get(const struct an_map *m, uint64_t key)
 {
-	if (!key)
-		key = 1;
-	if (!m->cap)
-		return NULL;
-	for (size_t i = slot_of(m, key);; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == key)
-			return m->vals[i];
-		if (!m->keys[i])
-			return NULL;
-	}
-}
+	void *const *v = nt_hmap_get(&m->h, &key);
 
-static int map_grow(struct an_map *m)
-{
-	struct an_map g = { .cap = m->cap ? m->cap * 2 : 64 };
-
-	g.keys = calloc(g.cap, sizeof(*g.keys));
-	g.vals = calloc(g.cap, sizeof(*g.vals));
-	if (!g.keys || !g.vals) {
-		free(g.keys);
-		free(g.vals);
-		return -1;
-	}
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->keys[i])
-			an_map_put(&g, m->keys[i], m->vals[i]);
-	an_map_fini(m);
-	*m = g;
-	return 0;
+	return v ? *v : NULL;
 }
 
 int an_map_put(struct an_map *m, uint64_t key, void *val)
 {
-	size_t i;
+	void **v = nt_hmap_put(&m->h, &key, NULL);
 
-	if (!key)
-		key = 1; /* 0 marks an empty slot */
-	if ((m->n + 1) * 4 > m->cap * 3 && map_grow(m) < 0)
+	if (!v)
 		return -1;
-	for (i = slot_of(m, key); m->keys[i] && m->keys[i] != key;
-	     i = (i + 1) & (m->cap - 1))
-		;
-	if (!m->keys[i])
-		m->n++;
-	m->keys[i] = key;
-	m->vals[i] = val;
+	*v = val;
 	return 0;
 }
 
 void an_map_del(struct an_map *m, uint64_t key)
 {
-	size_t i, j;
+	nt_hmap_del(&m->h, &key);
+}
 
-	if (!key)
-		key = 1;
-	if (!m->cap)
-		return;
-	for (i = slot_of(m, key); m->keys[i] != key; i = (i + 1) & (m->cap - 1))
-		if (!m->keys[i])
-			return;
-	/* backward shift: pull later members of the probe chain into the hole */
-	for (j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
-		size_t home = slot_of(m, m->keys[j]);
+size_t an_map_count(const struct an_map *m)
+{
+	return nt_hmap_count(&m->h);
+}
 
-		if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
-			m->keys[i] = m->keys[j];
-			m->vals[i] = m->vals[j];
-			i = j;
-		}
-	}
-	m->keys[i] = 0;
-	m->vals[i] = NULL;
-	m->n--;
+void an_map_each(struct an_map *m, void (*fn)(void *val, void *ctx), void *ctx)
+{
+	struct nt_hmap_iter it;
+
+	for (nt_hmap_iter_init(&it, &m->h); nt_hmap_iter_next(&it);)
+		fn(*(void **)it.val, ctx);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Generic plumbing of the anomaly detector, kept in one file so that moving
- * to the SDK's plugin kit (issue 20) is a one-file change: a growable string
- * buffer with JSON escaping, a 64-bit hash, the monotonic clock.
- * Pure C, no ntcore dependency.
+ * The anomaly detector's generic plumbing, on the SDK's plugin kit
+ * (<ntcore/kit/>): a string builder with JSON output, a map from 64-bit
+ * keys to pointers, an incremental 64-bit hash for composite keys, the
+ * monotonic clock. One file, so that the rest of the plugin does not depend
+ * on the kit's spelling.
  */
 #ifndef AN_UTIL_H
 #define AN_UTIL_H
@@ -12,10 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ntcore/kit/hmap.h"
+#include "ntcore/kit/sb.h"
+
+/* A growable string builder (the kit's, unbounded but by memory). */
 struct an_sb {
-	char *p;
-	size_t len, cap;
-	bool oom; /* an allocation failed: the content is truncated */
+	struct nt_sb k;
 };
 
 void an_sb_init(struct an_sb *b);
@@ -29,10 +32,13 @@ void an_sb_printf(struct an_sb *b, const char *fmt, ...)
 void an_sb_json_str(struct an_sb *b, const char *s);
 /* Appends a finite double as JSON (non-finite values as null). */
 void an_sb_json_num(struct an_sb *b, double v);
+/* Drops one trailing space, if any. */
+void an_sb_trim_space(struct an_sb *b);
 /* NUL-terminated view; "" when empty. */
 const char *an_sb_str(const struct an_sb *b);
 
-/* FNV-1a over n bytes, continuing from `h` (start with AN_HASH_SEED). */
+/* FNV-1a over n bytes, continuing from `h` (start with AN_HASH_SEED):
+ * composite keys are hashed part by part. */
 #define AN_HASH_SEED 0xcbf29ce484222325ULL
 uint64_t an_hash(uint64_t h, const void *p, size_t n);
 static inline uint64_t an_hash_str(uint64_t h, const char *s)
@@ -47,17 +53,10 @@ static inline uint64_t an_hash_str(uint64_t h, const char *s)
 /* CLOCK_MONOTONIC in ns (the clock of event timestamps). */
 uint64_t an_now_ns(void);
 
-
-
-/*
- * An open-addressing hash map from a 64-bit key (a hash, never 0) to a
- * pointer; linear probing with backward-shift deletion, so lookups stay
- * short after many removals. The map does not own the values.
- */
+/* A map from 64-bit keys to pointers (the kit's map); it does not own the
+ * values. */
 struct an_map {
-	uint64_t *keys;
-	void **vals;
-	size_t cap, n;
+	struct nt_hmap h;
 };
 
 void an_map_init(struct an_map *m);
@@ -66,4 +65,8 @@ void *an_map_get(const struct an_map *m, uint64_t key);
 /* Inserts or replaces; returns -1 on ENOMEM. */
 int an_map_put(struct an_map *m, uint64_t key, void *val);
 void an_map_del(struct an_map *m, uint64_t key);
+size_t an_map_count(const struct an_map *m);
+/* Calls fn(val, ctx) for every value. */
+void an_map_each(struct an_map *m, void (*fn)(void *val, void *ctx), void *ctx);
+
 #endif

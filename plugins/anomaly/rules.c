@@ -448,11 +448,15 @@ struct an_rules *an_rules_new(struct an *a, int *err)
 	return rs;
 }
 
+static void free_val(void *val, void *ctx)
+{
+	(void)ctx;
+	free(val);
+}
+
 static void free_key(struct an_map *m)
 {
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->keys[i])
-			free(m->vals[i]);
+	an_map_each(m, free_val, NULL);
 	an_map_fini(m);
 }
 

@@ -52,7 +52,7 @@ START_TEST(test_map)
 		ck_assert_int_eq(an_map_put(&m, (uint64_t)i * 7919 + 1, &vals[i]), 0);
 	for (int i = 0; i < 5000; i += 2)
 		an_map_del(&m, (uint64_t)i * 7919 + 1);
-	ck_assert_uint_eq(m.n, 2500);
+	ck_assert_uint_eq(an_map_count(&m), 2500);
 	for (int i = 0; i < 5000; i++)
 		ck_assert_ptr_eq(an_map_get(&m, (uint64_t)i * 7919 + 1),
 				 i % 2 ? &vals[i] : NULL);

@@ -10,7 +10,8 @@
  * (CLOCK_REALTIME ns, the file sink's clock), SLOW_AT, the loader's pid.
  *   anomaly_loop FILE STEPS SLOW_AT OUT
  */
-#include <cuda_runtime_api.h>
+#define _GNU_SOURCE /* O_DIRECT */
+#include "cuda_fx_api.h"
 
 #include <fcntl.h>
 #include <stdint.h>

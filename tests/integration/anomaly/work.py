@@ -8,10 +8,10 @@ epoch, as the file sink writes `ts`) and step go to OUT (JSON).
                                    then 4 KiB ones (mostly-small I/O)
   net BEFORE_S AFTER_S OUT         loopback TCP: 200 KB/s, then as fast as
                                    it goes (a network burst)
-  steps FILE STEPS SLOW_AT OUT     train_step() reads 4 MiB of FILE with
-                                   O_DIRECT in 256 KiB requests and works
-                                   20 ms; from step SLOW_AT on it reads
-                                   them in 4 KiB requests (3-6x slower)
+  steps FILE STEPS SLOW_AT OUT     train_step() reads 8 MiB of FILE with
+                                   O_DIRECT in 256 KiB requests and waits
+                                   80 ms (a GPU); from step SLOW_AT on it
+                                   reads them in 4 KiB requests (2-4x slower)
 """
 import json
 import mmap
@@ -107,8 +107,8 @@ def steps_mode(path, steps, slow_at, out, steady):
     log = {"step_ns": []}
 
     def train_step(read):
-        read(4 << 20)
-        busy(0.02)
+        read(8 << 20)
+        time.sleep(0.08)
 
     for i in range(steps):
         log["step_ns"].append(now())
