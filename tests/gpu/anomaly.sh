@@ -5,10 +5,10 @@
 # under ntcore with the cuda probe (launch events: the step is found from the
 # repeating kernel sequence), the io probe and the anomaly detector with its
 # defaults (conf.d/anomaly.conf's probe settings):
-#   slow   from batch SLOW_AT (400) on, the workers read each sample in 4 KiB
-#          requests instead of one: the step alert must come within 3 steps
-#          of the first slow step and name a loader worker's I/O as what
-#          moved; no alert before
+#   slow   from batch SLOW_AT (400 of STEPS 440) on, the workers read each
+#          sample in 4 KiB requests, 4 times over, instead of one request:
+#          the step alert must come within 3 steps of the first slow step
+#          and name a loader worker's I/O as what moved; no alert before
 #   clean  the same loop, nothing slowed, for MINUTES (5): no alert at all
 # Prints the step numbers and the alert texts; files under $OUT.
 #   . .device/env.sh; bash tests/gpu/anomaly.sh [BUNDLE] [MINUTES]
@@ -24,7 +24,7 @@ O=${OUT:-/tmp/anomaly-gpu}
 PY=${PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$PY" ] || PY=python3
 SLOW_AT=${SLOW_AT:-400}
-STEPS=${STEPS:-600}
+STEPS=${STEPS:-440}
 mkdir -p "$O"
 [ -f "$D/env.sh" ] && . "$D/env.sh"
 export NTCORE_PLUGIN_PATH=$D/plugins:$D/sinks PYTHONUNBUFFERED=1

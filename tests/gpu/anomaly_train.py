@@ -6,8 +6,10 @@ multi-process DataLoader whose workers read real files with O_DIRECT.
   anomaly_train.py DATA_DIR LOG (--steps N --slow-at K | --minutes M)
 
 Every sample is one 1 MiB file of DATA_DIR read with O_DIRECT (no page
-cache): in one 1 MiB request normally, in 256 requests of 4 KiB for the
-batches from K on (--slow-at): the loader is slowed on purpose from a known
+cache): in one 1 MiB request normally; for the batches from K on
+(--slow-at) in 4 KiB requests, --slow-passes times over (4: 1024 requests
+a sample, enough to slow the loop on an NVMe disk of 15 us a request as on
+a virtual disk of 100 us): the loader is slowed on purpose from a known
 batch. The loop logs to LOG (JSON): each step's start (time.time_ns(), the
 file sink's clock), the worker pids, K, the batch size.
 --minutes M: a clean run of M minutes, nothing slowed.
@@ -26,9 +28,10 @@ SAMPLE = 1 << 20
 
 
 class Files(Dataset):
-    def __init__(self, root, count, batch, slow_at):
+    def __init__(self, root, count, batch, slow_at, passes):
         self.paths = sorted(os.path.join(root, f) for f in os.listdir(root))
         self.count, self.batch, self.slow_at = count, batch, slow_at
+        self.passes = passes
         self.buf = None
 
     def __len__(self):
@@ -42,8 +45,9 @@ class Files(Dataset):
         fd = os.open(self.paths[i % len(self.paths)], os.O_RDONLY | os.O_DIRECT)
         try:
             view = memoryview(self.buf)
-            for off in range(0, SAMPLE, chunk):
-                os.preadv(fd, [view[off:off + chunk]], off)
+            for _ in range(self.passes if slow else 1):
+                for off in range(0, SAMPLE, chunk):
+                    os.preadv(fd, [view[off:off + chunk]], off)
         finally:
             os.close(fd)
         x = torch.frombuffer(bytearray(self.buf), dtype=torch.float32)
@@ -81,10 +85,11 @@ def main():
     ap.add_argument("--minutes", type=float, default=0.0)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--slow-passes", type=int, default=4)
     a = ap.parse_args()
     steps = a.steps if a.steps else 10 ** 9
     os.environ["ANOMALY_WORKERS"] = a.log + ".workers"
-    ds = Files(a.data, steps * a.batch, a.batch, a.slow_at)
+    ds = Files(a.data, steps * a.batch, a.batch, a.slow_at, a.slow_passes)
     dl = DataLoader(ds, batch_size=a.batch, num_workers=a.workers,
                     worker_init_fn=worker_init, persistent_workers=True,
                     prefetch_factor=2)
