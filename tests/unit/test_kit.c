@@ -163,9 +163,13 @@ START_TEST(test_clock)
 	b = nt_clock_mono_ns();
 	uint64_t ref = (uint64_t)ts.tv_sec * NT_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 	ck_assert(a <= ref && ref <= b);
-	ck_assert(b - a < 100 * NT_NS_PER_MS);
-	uint64_t now_s = (uint64_t)time(NULL);
-	ck_assert(wall / NT_NS_PER_SEC + 1 >= now_s && wall / NT_NS_PER_SEC <= now_s);
+	/* Generous: valgrind on a loaded 2-core CI machine can stall a thread. */
+	ck_assert(b - a < NT_NS_PER_SEC);
+	/* time() reads the coarse realtime clock, which lags the precise one by
+	 * up to a tick: just after a second boundary it may still say the last
+	 * second, so one second of slack either way (CI saw this flake). */
+	uint64_t now_s = (uint64_t)time(NULL), wall_s = wall / NT_NS_PER_SEC;
+	ck_assert(wall_s + 1 >= now_s && wall_s <= now_s + 1);
 }
 END_TEST
 
