@@ -3,11 +3,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "trust.h"
 
 const char *nt_kind_name(uint32_t kind)
 {
@@ -113,20 +116,14 @@ const char *nt_loader_check(const struct nt_plugin_desc *raw, const char *file,
 int nt_loader_open(const char *path, struct nt_loaded *out, char *why,
 		   size_t why_len)
 {
-	struct stat st;
+	char real[PATH_MAX];
 
 	memset(out, 0, sizeof(*out));
-	if (stat(path, &st) != 0) {
-		snprintf(why, why_len, "%s: %s", path, strerror(errno));
+	/* Before dlopen: opening runs the file's constructors. The resolved
+	 * path is what was checked, so that is what gets opened. */
+	if (nt_trust_path(path, "plugin file", real, why, why_len))
 		return -1;
-	}
-	if (st.st_mode & S_IWOTH) {
-		snprintf(why, why_len,
-			 "%s: refusing a plugin file writable by others (mode %04o); chmod o-w it",
-			 path, (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	out->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	out->handle = dlopen(real, RTLD_NOW | RTLD_LOCAL);
 	if (!out->handle) {
 		snprintf(why, why_len, "%s: %s", path, dlerror());
 		return -1;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Finding and opening plugin shared objects. The loader checks the file's
- * permissions before dlopen (a plugin writable by others is refused), then
+ * Finding and opening plugin shared objects. The loader checks that the
+ * file and every directory above it are trusted before dlopen (trust.h:
+ * owned by root or ntcore's user, writable by no one else), then
  * the descriptor: ABI major, size, kind, required ops. It reads no field
  * beyond the size the plugin states, copying the descriptor into a
  * zero-filled current-layout struct so older minors load.
