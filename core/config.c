@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +45,23 @@ void nt_arena_free(struct nt_arena *a)
 	memset(a, 0, sizeof(*a));
 }
 
+void nt_config_where(const struct nt_config *c, int line, const char **file,
+		     int *file_line)
+{
+	nt_conf_where(&c->src, line, file, file_line);
+	if (!c->src.n_files)
+		*file = c->path ? c->path : "(config)";
+}
+
 void nt_config_error(const struct nt_config *c, int line, const char *inst,
 		     const char *fmt, ...)
 {
+	const char *file;
+	int at;
 	va_list ap;
 
-	fprintf(c->diag, "%s:%d: ", c->path ? c->path : "(config)", line);
+	nt_config_where(c, line, &file, &at);
+	fprintf(c->diag, "%s:%d: ", file, at);
 	if (inst)
 		fprintf(c->diag, "[%s] ", inst);
 	va_start(ap, fmt);
@@ -533,9 +545,18 @@ static int load_instance(struct nt_config *c, config_setting_t *g, size_t idx)
 	}
 	for (size_t i = 0; i < idx; i++)
 		if (strcmp(c->insts[i].name, ic->name) == 0) {
-			nt_config_error(c, ic->line, NULL,
-					"instance name '%s' is already used at line %d",
-					ic->name, c->insts[i].line);
+			const char *here, *there;
+			int here_line, there_line;
+			nt_config_where(c, ic->line, &here, &here_line);
+			nt_config_where(c, c->insts[i].line, &there, &there_line);
+			if (strcmp(here, there) == 0)
+				nt_config_error(c, ic->line, NULL,
+						"instance name '%s' is already used at line %d",
+						ic->name, there_line);
+			else
+				nt_config_error(c, ic->line, NULL,
+						"instance name '%s' is already used at %s:%d",
+						ic->name, there, there_line);
 			return 1;
 		}
 	return load_instance_keys(c, ic);
@@ -559,6 +580,31 @@ static int load_plugins_list(struct nt_config *c, config_setting_t *list)
 	return errors ? -1 : 0;
 }
 
+/* Reads the file(s) with confread.c, then parses the joined text. The
+ * include directory is a path no file can be under: should libconfig's
+ * scanner ever meet an @include that confread.c did not expand, opening
+ * it fails with an error instead of reading anything. */
+static int read_text(struct nt_config *c, const char *path, const char *text)
+{
+	char why[PATH_MAX + 512];
+	char *joined = nt_conf_read(path, text, &c->src, why, sizeof(why));
+	const char *file;
+	int line;
+
+	if (!joined) {
+		fprintf(c->diag, "%s\n", why);
+		return -1;
+	}
+	config_set_include_dir(&c->cfg, "/dev/null");
+	int read = config_read_string(&c->cfg, joined);
+	free(joined);
+	if (read == CONFIG_TRUE)
+		return 0;
+	nt_config_where(c, config_error_line(&c->cfg), &file, &line);
+	fprintf(c->diag, "%s:%d: %s\n", file, line, config_error_text(&c->cfg));
+	return -1;
+}
+
 int nt_config_load(struct nt_config *c, const char *path, const char *text,
 		   FILE *diag)
 {
@@ -570,17 +616,8 @@ int nt_config_load(struct nt_config *c, const char *path, const char *text,
 	c->log_level = NT_LOG_INFO;
 	c->path = strdup(path);
 	config_init(&c->cfg);
-	int read = text ? config_read_string(&c->cfg, text)
-			: config_read_file(&c->cfg, path);
-	if (read != CONFIG_TRUE) {
-		if (config_error_type(&c->cfg) == CONFIG_ERR_FILE_IO)
-			fprintf(c->diag, "%s: cannot read the config file\n", path);
-		else
-			fprintf(c->diag, "%s:%d: %s\n",
-				config_error_file(&c->cfg) ? config_error_file(&c->cfg) : path,
-				config_error_line(&c->cfg), config_error_text(&c->cfg));
+	if (read_text(c, path, text))
 		return -1;
-	}
 	root = config_root_setting(&c->cfg);
 	for (int i = 0; i < config_setting_length(root); i++) {
 		config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
@@ -614,6 +651,7 @@ void nt_config_free(struct nt_config *c)
 	free(c->insts);
 	free(c->plugin_dirs);
 	free(c->path);
+	nt_conf_src_free(&c->src);
 	config_destroy(&c->cfg);
 	memset(c, 0, sizeof(*c));
 }

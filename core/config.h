@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "confread.h"
 #include "ntcore/plugin.h"
 
 /* Every allocation made for one instance's config, freed together. */
@@ -38,6 +39,7 @@ struct nt_inst_cfg {
 struct nt_config {
 	config_t cfg;
 	char *path;
+	struct nt_conf_src src; /* files read (@include) and the line map */
 	FILE *diag;          /* where errors go (stderr by default) */
 	int log_level;
 	const char **plugin_dirs;
@@ -48,7 +50,9 @@ struct nt_config {
 
 /* Parse and check the file's structure (not the plugins' own keys, which
  * need the plugin's schema). With `text` non-NULL, parse it and use `path`
- * only as the name in messages. Returns 0, or -1 after printing the error. */
+ * only as the name in messages. The file and its @include files are read
+ * by confread.c (trusted, regular files only; nothing read can end the
+ * process). Returns 0, or -1 after printing the error. */
 int nt_config_load(struct nt_config *c, const char *path, const char *text,
 		   FILE *diag);
 void nt_config_free(struct nt_config *c);
@@ -61,7 +65,12 @@ int nt_config_fill(const struct nt_config *c, const config_setting_t *group,
 		   uint32_t n_keys, uint32_t size, struct nt_arena *arena,
 		   void **out);
 
-/* Print "FILE:LINE: [inst] message" (inst may be NULL). */
+/* The file and line of a config_t line (files joined by @include). */
+void nt_config_where(const struct nt_config *c, int line, const char **file,
+		     int *file_line);
+
+/* Print "FILE:LINE: [inst] message" (inst may be NULL); `line` is a
+ * config_t line, printed as the file and line it came from. */
 void nt_config_error(const struct nt_config *c, int line, const char *inst,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

@@ -677,21 +677,60 @@ static int publish_follow(void *ctx, void *data, size_t size)
 /* Start-up, reload, shutdown                                          */
 /* ------------------------------------------------------------------ */
 
+/* Everything a start-up checks before it touches anything, run on a
+ * throwaway daemon: plugin lookup, descriptor and trust checks, schema
+ * validation, and each plugin's init (which validates what a schema cannot
+ * and loads no BPF, as --check relies on). The throwaway has its own bus
+ * and registry, so the running instances, their event types and metrics
+ * stay as they are. Returns 0, 1 (a required plugin's init failed) or 2
+ * (a config error, printed). */
+static int config_validate(const struct nt_daemon *d, const struct nt_config *cfg)
+{
+	struct nt_daemon *shadow = calloc(1, sizeof(*shadow));
+	int status;
+
+	if (!shadow)
+		return 1;
+	shadow->opt = d->opt;
+	shadow->cfg = *cfg;         /* borrowed: freed by the caller */
+	shadow->targets = d->targets; /* borrowed, read only */
+	shadow->core.d = shadow;
+	nt_bus_init(&shadow->bus, deliver);
+	nt_registry_init(&shadow->reg);
+	register_self_metrics(shadow);
+	status = instances_load(shadow);
+	for (size_t i = 0; status == 0 && i < shadow->n_insts; i++) {
+		int one = instance_init(shadow, shadow->insts[i]);
+		if (one > status)
+			status = one;
+	}
+	instances_free(shadow);
+	nt_bus_fini(&shadow->bus);
+	nt_registry_fini(&shadow->reg);
+	free(shadow);
+	return status;
+}
+
+/* SIGHUP: the new config replaces the running one only once it passed
+ * every check a start-up makes before touching anything; on any error the
+ * running instances go on untouched. */
 static int reload(struct nt_daemon *d)
 {
 	struct nt_config fresh;
+	int status;
 
 	nt_log(NT_LOG_INFO, NULL, "SIGHUP: reloading %s", d->opt.config_path);
-	if (nt_config_load(&fresh, d->opt.config_path, d->opt.config_text, stderr)) {
+	if (nt_config_load(&fresh, d->opt.config_path, d->opt.config_text, stderr) ||
+	    (status = config_validate(d, &fresh))) {
 		nt_config_free(&fresh);
-		nt_log(NT_LOG_ERROR, NULL, "reload refused; the running config stays");
+		nt_log(NT_LOG_ERROR, NULL, "reload refused (see above); the running config stays");
 		return -1;
 	}
 	instances_stop(d);
 	instances_free(d);
 	nt_config_free(&d->cfg);
 	d->cfg = fresh;
-	int status = instances_load(d);
+	status = instances_load(d);
 	if (!status)
 		status = instances_start(d);
 	if (status)

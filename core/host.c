@@ -272,9 +272,14 @@ void nt_host_release(struct nt_daemon *d)
 
 static const char *host_config_file(const struct nt_instance *inst, int *line)
 {
+	const char *file;
+	int at;
+
+	/* The group may sit in an @include file: name that file. */
+	nt_config_where(&inst->d->cfg, inst->cfg ? inst->cfg->line : 0, &file, &at);
 	if (line)
-		*line = inst->cfg ? inst->cfg->line : 0;
-	return inst->d->cfg.path;
+		*line = at;
+	return file;
 }
 
 /* Recorded now, handed to the child at the gate (nt_child_release). */
