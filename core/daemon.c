@@ -2,10 +2,12 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -544,26 +546,72 @@ static void on_grace_over(struct ev_loop *loop, ev_timer *w, int revents)
  * to the whole process group), keep tracing while the job shuts down, and
  * stop when it exits, so that ntcore exits with its status; a second
  * signal, or CHILD_GRACE_S seconds, stops at once. */
-static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)
+static void stop_on_signal(struct nt_daemon *d, int signum)
 {
-	struct nt_daemon *d = w->data;
-
-	(void)revents;
 	bool child_runs = d->child > 0 && !d->child_exited;
+
 	if (!child_runs || d->stop_signal) {
-		nt_log(NT_LOG_INFO, NULL, "signal %d: draining and stopping", w->signum);
-		d->stop_signal = w->signum;
+		nt_log(NT_LOG_INFO, NULL, "signal %d: draining and stopping", signum);
+		d->stop_signal = signum;
 		stop_loop(d);
 		return;
 	}
-	d->stop_signal = w->signum;
-	if (!nt_job_tty_delivered(w->signum))
-		kill(d->child, w->signum);
+	d->stop_signal = signum;
+	if (!nt_job_tty_delivered(signum))
+		kill(d->child, signum);
 	nt_log(NT_LOG_INFO, NULL, "signal %d: waiting up to %.0f s for target pid %d to exit",
-	       w->signum, CHILD_GRACE_S, (int)d->child);
+	       signum, CHILD_GRACE_S, (int)d->child);
 	ev_timer_init(&d->grace_timer, on_grace_over, CHILD_GRACE_S, 0);
 	d->grace_timer.data = d;
-	ev_timer_start(loop, &d->grace_timer);
+	ev_timer_start(d->loop, &d->grace_timer);
+}
+
+static void on_stop_fd(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct nt_daemon *d = w->data;
+	struct signalfd_siginfo si;
+
+	(void)loop;
+	(void)revents;
+	while (read(d->stop_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		stop_on_signal(d, (int)si.ssi_signo);
+}
+
+/* SIGINT/SIGTERM are blocked in every thread (the threads plugins start
+ * inherit the mask: this runs before any plugin is initialised) and read
+ * from a signalfd. While the loop runs, an ev_io watches it; during the
+ * shutdown, when no loop runs, a signal waits there for stop_now() instead
+ * of vanishing into a handler. The -- CMD child unblocks them. */
+static int stop_signals_open(struct nt_daemon *d)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0 ||
+	    (d->stop_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+		nt_log(NT_LOG_ERROR, NULL, "cannot watch SIGINT/SIGTERM: %s",
+		       strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+bool nt_daemon_stop_now(struct nt_daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (d->stop_fd >= 0 &&
+	       read(d->stop_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (!d->hurry)
+			nt_log(NT_LOG_WARN, NULL,
+			       "signal %u while stopping: not waiting any longer",
+			       si.ssi_signo);
+		d->hurry = true;
+		stop_loop(d); /* a signal during a reload stops the run after it */
+	}
+	return d->hurry;
 }
 
 static int reload(struct nt_daemon *d);
@@ -695,6 +743,7 @@ static int config_validate(const struct nt_daemon *d, const struct nt_config *cf
 	shadow->cfg = *cfg;         /* borrowed: freed by the caller */
 	shadow->targets = d->targets; /* borrowed, read only */
 	shadow->core.d = shadow;
+	shadow->stop_fd = -1;
 	nt_bus_init(&shadow->bus, deliver);
 	nt_registry_init(&shadow->reg);
 	register_self_metrics(shadow);
@@ -786,15 +835,13 @@ static void start_watchers(struct nt_daemon *d)
 {
 	struct ev_loop *loop = d->loop;
 
-	ev_signal_init(&d->sig_int, on_stop_signal, SIGINT);
-	ev_signal_init(&d->sig_term, on_stop_signal, SIGTERM);
+	ev_io_init(&d->stop_io, on_stop_fd, d->stop_fd, EV_READ);
 	ev_signal_init(&d->sig_hup, on_hup, SIGHUP);
 	ev_signal_init(&d->sig_usr1, on_user_signal, SIGUSR1);
 	ev_signal_init(&d->sig_usr2, on_user_signal, SIGUSR2);
-	d->sig_int.data = d->sig_term.data = d->sig_hup.data = d;
+	d->stop_io.data = d->sig_hup.data = d;
 	d->sig_usr1.data = d->sig_usr2.data = d;
-	ev_signal_start(loop, &d->sig_int);
-	ev_signal_start(loop, &d->sig_term);
+	ev_io_start(loop, &d->stop_io);
 	ev_signal_start(loop, &d->sig_hup);
 	ev_signal_start(loop, &d->sig_usr1);
 	ev_signal_start(loop, &d->sig_usr2);
@@ -845,6 +892,7 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 	d->opt = *opt;
 	d->child = -1;
 	d->child_gate = -1;
+	d->stop_fd = -1;
 	d->start_mono_ns = nt_mono_ns();
 	d->wall_offset_ns = wall_offset();
 	nt_bus_init(&d->bus, deliver);
@@ -884,6 +932,8 @@ static void daemon_fini(struct nt_daemon *d)
 	nt_bus_fini(&d->bus);
 	nt_registry_fini(&d->reg);
 	nt_config_free(&d->cfg);
+	if (d->stop_fd >= 0)
+		close(d->stop_fd);
 	if (d->loop)
 		ev_loop_destroy(d->loop);
 }
@@ -922,6 +972,8 @@ static int daemon_prepare(struct nt_daemon *d)
 		       d->n_insts, d->n_insts == 1 ? "" : "s");
 		return -1;
 	}
+	if ((status = stop_signals_open(d)))
+		return status;
 	if (d->can_trace)
 		nt_ensure_tracefs();
 	if ((status = setup_targets(d)))

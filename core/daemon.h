@@ -96,7 +96,10 @@ struct nt_daemon {
 	char privs_need[192]; /* what is missing when !can_trace */
 	struct nt_loghold hold; /* start-up errors held while unprivileged */
 	struct nt_outputs outputs; /* files written, printed at the end */
-	ev_signal sig_int, sig_term, sig_hup, sig_usr1, sig_usr2;
+	int stop_fd;   /* signalfd of SIGINT/SIGTERM, blocked in every thread */
+	bool hurry;    /* a stop signal came during the shutdown: no more waiting */
+	ev_io stop_io;
+	ev_signal sig_hup, sig_usr1, sig_usr2;
 	ev_child child_watch;
 	ev_timer duration_timer, selfsync_timer, grace_timer;
 	ev_io exits_io;
@@ -113,6 +116,10 @@ void nt_daemon_vlog(struct nt_daemon *d, int level, const char *prefix,
 		    const char *fmt, va_list ap);
 void nt_daemon_log(struct nt_daemon *d, int level, const char *prefix,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* host->stop_now: reads a pending SIGINT/SIGTERM; true once one came
+ * while stopping (the loop is asked to stop if it still runs). */
+bool nt_daemon_stop_now(struct nt_daemon *d);
 
 /* Print every plugin found in the search path (for --list-plugins). */
 int nt_list_plugins(const struct nt_options *opt);

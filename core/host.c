@@ -327,6 +327,11 @@ static void host_output_written(struct nt_instance *inst, const char *path,
 		host_log(inst, NT_LOG_WARN, "wrote %s", path); /* say it now, then */
 }
 
+static bool host_stop_now(struct nt_instance *inst)
+{
+	return nt_daemon_stop_now(inst->d);
+}
+
 const struct nt_host nt_host_vtable = {
 	.abi_major = NT_ABI_MAJOR,
 	.abi_minor = NT_ABI_MINOR,
@@ -357,4 +362,5 @@ const struct nt_host nt_host_vtable = {
 	.vmlinux_btf = host_vmlinux_btf,
 	.child_setenv = host_child_setenv,
 	.output_written = host_output_written,
+	.stop_now = host_stop_now,
 };

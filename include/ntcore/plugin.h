@@ -27,7 +27,8 @@
  *      nt_host.vmlinux_btf (the kernel's BTF, parsed once per daemon run);
  *  1.3 added nt_host.child_setenv (the environment of the -- CMD child);
  *  1.4 added nt_plugin_desc.on_signal (SIGUSR1 and SIGUSR2 to plugins)
- *      and nt_host.output_written (files to name at the end of the run).
+ *      and nt_host.output_written (files to name at the end of the run);
+ *  1.5 added nt_host.stop_now (a second SIGINT/SIGTERM ends a sink's wait).
  *
  * Threads: every op and every host function is called on the daemon's single
  * loop thread, except the metric_* functions, metrics_visit, count_drop and
@@ -45,7 +46,7 @@
 #include "event.h"
 
 #define NT_ABI_MAJOR 1
-#define NT_ABI_MINOR 4
+#define NT_ABI_MINOR 5
 
 /* The one exported data symbol of every plugin .so. */
 #define NT_PLUGIN_SYMBOL "ntcore_plugin"
@@ -336,6 +337,15 @@ struct nt_host {
 	 * Loop thread only. */
 	void (*output_written)(struct nt_instance *inst, const char *path,
 			       const char *what);
+
+	/* --- ABI 1.5 (issue 18): check NT_HOST_HAS(host, stop_now) --- */
+
+	/* True once the user asked again to stop (a second SIGINT/SIGTERM, or
+	 * one that arrives during the shutdown): whatever a plugin still waits
+	 * for in flush or detach (a sink's shutdown grace), it stops waiting
+	 * and counts what it gives up as dropped. Cheap (one non-blocking
+	 * read); call it every 100 ms or so while waiting. Loop thread only. */
+	bool (*stop_now)(struct nt_instance *inst);
 };
 
 #define NT_HOST_HAS(host, member)                                              \

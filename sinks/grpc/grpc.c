@@ -21,7 +21,8 @@
  * Shutdown. flush() (loop thread) asks the sink thread to send everything
  * and the final metrics, and waits at most shutdown_grace_ms; what is still
  * queued then is counted as dropped (reason shutdown) and any call in flight
- * is cancelled. detach() flushes the same way if events arrived since the
+ * is cancelled; a second SIGINT/SIGTERM (host->stop_now) ends the wait at
+ * once. detach() flushes the same way if events arrived since the
  * last flush, then joins the thread.
  */
 #include <errno.h>
@@ -62,6 +63,7 @@
 
 enum { TOKEN_LOG = 1, TOKEN_TIMER = 2 };
 #define GS_LOGQ 32
+#define HURRY_CHECK_NS 100000000ull /* how often flush asks host->stop_now */
 #define GS_MAXCHAT 480
 
 /* ------------------------------------------------------------------ */
@@ -249,6 +251,7 @@ struct gs {
 	uint64_t flush_req, flush_done;
 	uint64_t abandon_req, abandon_done;
 	uint64_t flush_deadline; /* mono ns, 0 when not flushing */
+	bool hurried;            /* the user cut the grace short (stop_now) */
 	grpc_call *inflight;
 	bool thread_running;
 
@@ -886,10 +889,16 @@ static void abandon_locked(struct gs *s)
 {
 	uint32_t n = s->q.count;
 	uint64_t req = s->abandon_req, flush_req = s->flush_req;
+	bool hurried = s->hurried;
 
 	gq_release(&s->q, n);
 	pthread_mutex_unlock(&s->lock);
-	if (n) {
+	if (n && hurried) {
+		count_dropped(s, GS_DROP_SHUTDOWN, n);
+		tlog(s, NT_LOG_WARN,
+		     "stopping at once (signal again): %u events not delivered to %s "
+		     "(counted as reason=\"shutdown\")", n, s->target);
+	} else if (n) {
 		count_dropped(s, GS_DROP_SHUTDOWN, n);
 		tlog(s, NT_LOG_WARN,
 		     "shutdown grace (%" PRId64 " ms) over: %u events not delivered to %s "
@@ -1280,6 +1289,8 @@ static void gs_consume(void *state, const struct nt_event_hdr *ev,
 	s->consumed_since_flush = true;
 }
 
+static bool stop_now(struct gs *s);
+
 static void do_flush(struct gs *s)
 {
 	uint64_t deadline, req;
@@ -1295,8 +1306,15 @@ static void do_flush(struct gs *s)
 	s->flush_deadline = deadline ? deadline : 1;
 	req = ++s->flush_req;
 	pthread_cond_broadcast(&s->wake);
-	while (s->flush_done < req && mono_ns() < deadline)
-		cond_wait_until(&s->done, &s->lock, deadline);
+	while (s->flush_done < req && mono_ns() < deadline) {
+		/* in slices, so that a second SIGINT/SIGTERM ends the grace */
+		uint64_t slice = mono_ns() + HURRY_CHECK_NS;
+		cond_wait_until(&s->done, &s->lock, slice < deadline ? slice : deadline);
+		if (s->flush_done < req && stop_now(s)) {
+			s->hurried = true;
+			deadline = s->flush_deadline = mono_ns();
+		}
+	}
 	if (s->flush_done < req) {
 		/* grace over: drop what is left, cancel what is in flight */
 		uint64_t hard = mono_ns() + 2000000000ull;
@@ -1317,6 +1335,12 @@ static void do_flush(struct gs *s)
 	(void)gave_up;
 	s->consumed_since_flush = false;
 	drain_logs(s);
+}
+
+/* The user asked again to stop (host 1.1 cores cannot say so). */
+static bool stop_now(struct gs *s)
+{
+	return NT_HOST_HAS(s->host, stop_now) && s->host->stop_now(s->inst);
 }
 
 static void gs_flush(void *state)
