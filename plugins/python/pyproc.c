@@ -54,6 +54,26 @@ bool py_is_python_name(const char *path)
 	return b[6] == '\0' || (b[6] >= '0' && b[6] <= '9');
 }
 
+int py_proc_uid(pid_t pid, uid_t *uid)
+{
+	char path[64], line[256];
+	unsigned long real;
+	int ret = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %lu", &real) == 1) {
+			*uid = (uid_t)real;
+			ret = 0;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
 int py_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };

@@ -31,6 +31,9 @@ int py_maps_parse(const char *line, struct py_mapping *m);
  * "python3", "libpython3.12.so.1.0" (basename only is looked at). Pure. */
 bool py_is_python_name(const char *path);
 
+/* The real user id of a process (/proc/PID/status); 0 or -ESRCH. */
+int py_proc_uid(pid_t pid, uid_t *uid);
+
 struct py_found {
 	char object[PATH_MAX];  /* file holding _PyRuntime (as mapped) */
 	char exe[PATH_MAX];     /* /proc/PID/exe target */

@@ -74,6 +74,7 @@ struct py_cfg {
 	int64_t max_stacks;
 	int64_t native_stacks;
 	bool cuda_join;
+	bool other_users;
 };
 
 #define KEY(k, t, d, lo, hi, text)                                             \
@@ -109,6 +110,8 @@ static const struct nt_cfg_key py_config[] = {
 	    "native stack map entries (native = true)"),
 	KEY(cuda_join, NT_CFG_BOOL, "true", 1, 0,
 	    "join cuda.launch events (cuda probe) with the thread's latest Python stack"),
+	KEY(other_users, NT_CFG_BOOL, "false", 1, 0,
+	    "host-wide, also sample other users' processes (ntcore's own user's only by default; -p and -- CMD targets always)"),
 };
 
 /* ---- events -------------------------------------------------------- */
@@ -294,7 +297,8 @@ static const struct nt_metric_desc metric_desc[M_N] = {
 
 /* ---- state --------------------------------------------------------- */
 
-enum { PS_PENDING = 0, PS_ATTACHED = 1, PS_REFUSED = 2, PS_NOTPY = 3 };
+enum { PS_PENDING = 0, PS_ATTACHED = 1, PS_REFUSED = 2, PS_NOTPY = 3,
+       PS_OTHER_USER = 4 /* host-wide, not ntcore's user's (other_users) */ };
 
 struct code_ent {
 	struct py_code c;
@@ -627,6 +631,25 @@ static bool named_target(const struct nt_host *h, const struct nt_instance *inst
 	return false;
 }
 
+/* Host-wide, another user's process is sampled only with other_users:
+ * its stacks name its code, and land in files other users may read. A
+ * process the user named (-p, -- CMD and their children) always is. */
+static bool proc_allowed(struct py_plugin *st, struct pyp *p)
+{
+	uid_t uid;
+
+	if (st->cfg->other_users || st->host->target_map_fd(st->inst) >= 0)
+		return true;
+	if (py_proc_uid((pid_t)p->pid, &uid))
+		return false; /* gone */
+	if (uid == geteuid())
+		return true;
+	st->host->log(st->inst, NT_LOG_DEBUG,
+		      "pid %u belongs to uid %u, not ntcore's: not sampled (other_users = false)",
+		      p->pid, (unsigned)uid);
+	return false;
+}
+
 /* Try to make a pending process sampled. */
 static void proc_inspect(struct py_plugin *st, struct pyp *p)
 {
@@ -637,6 +660,10 @@ static void proc_inspect(struct py_plugin *st, struct pyp *p)
 
 	if (p->status != PS_PENDING)
 		return;
+	if (!p->found.runtime && !proc_allowed(st, p)) {
+		p->status = PS_OTHER_USER;
+		return;
+	}
 	if (!p->found.runtime) {
 		p->inspected_ns = mono_ns();
 		ret = py_find((pid_t)p->pid, &p->found, err, sizeof(err));
@@ -2352,6 +2379,10 @@ static int py_attach(void *state)
 		poll_targets(st);
 	else
 		scan_host(st);
+	if (h->target_map_fd(st->inst) < 0 && !c->other_users)
+		h->log(st->inst, NT_LOG_INFO,
+		       "host-wide: sampling the processes of uid %u only (other_users = true for every user's)",
+		       (unsigned)geteuid());
 	h->log(st->inst, NT_LOG_INFO,
 	       "sampling Python stacks at %lld Hz on %d CPUs%s%s%s%s",
 	       (long long)c->frequency, st->n_cpus, c->idle ? ", off-CPU time too" : "",
