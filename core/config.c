@@ -61,7 +61,8 @@ void nt_config_error(const struct nt_config *c, int line, const char *inst,
 	va_list ap;
 
 	nt_config_where(c, line, &file, &at);
-	fprintf(c->diag, "%s:%d: ", file, at);
+	fprintf(c->diag, "%s%s:%d: ", c->diag == stderr ? nt_log_priority(NT_LOG_ERROR) : "",
+		file, at);
 	if (inst)
 		fprintf(c->diag, "[%s] ", inst);
 	va_start(ap, fmt);
@@ -591,8 +592,10 @@ static int read_text(struct nt_config *c, const char *path, const char *text)
 	const char *file;
 	int line;
 
+	const char *prio = c->diag == stderr ? nt_log_priority(NT_LOG_ERROR) : "";
+
 	if (!joined) {
-		fprintf(c->diag, "%s\n", why);
+		fprintf(c->diag, "%s%s\n", prio, why);
 		return -1;
 	}
 	config_set_include_dir(&c->cfg, "/dev/null");
@@ -601,7 +604,7 @@ static int read_text(struct nt_config *c, const char *path, const char *text)
 	if (read == CONFIG_TRUE)
 		return 0;
 	nt_config_where(c, config_error_line(&c->cfg), &file, &line);
-	fprintf(c->diag, "%s:%d: %s\n", file, line, config_error_text(&c->cfg));
+	fprintf(c->diag, "%s%s:%d: %s\n", prio, file, line, config_error_text(&c->cfg));
 	return -1;
 }
 
@@ -636,7 +639,8 @@ int nt_config_load(struct nt_config *c, const char *path, const char *text,
 		}
 	}
 	if (!list) {
-		fprintf(c->diag, "%s:1: missing the 'plugins' list\n", path);
+		fprintf(c->diag, "%s%s:1: missing the 'plugins' list\n",
+			c->diag == stderr ? nt_log_priority(NT_LOG_ERROR) : "", path);
 		errors++;
 	} else if (load_plugins_list(c, list)) {
 		errors++;

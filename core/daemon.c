@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "job.h"
 #include "log.h"
+#include "notify.h"
 #include "privs.h"
 #include "search.h"
 
@@ -769,10 +770,12 @@ static int reload(struct nt_daemon *d)
 	int status;
 
 	nt_log(NT_LOG_INFO, NULL, "SIGHUP: reloading %s", d->opt.config_path);
+	nt_notify_reloading();
 	if (nt_config_load(&fresh, d->opt.config_path, d->opt.config_text, stderr) ||
 	    (status = config_validate(d, &fresh))) {
 		nt_config_free(&fresh);
 		nt_log(NT_LOG_ERROR, NULL, "reload refused (see above); the running config stays");
+		nt_notify_ready("reload refused; the previous configuration runs");
 		return -1;
 	}
 	instances_stop(d);
@@ -785,6 +788,7 @@ static int reload(struct nt_daemon *d)
 	if (status)
 		nt_log(NT_LOG_ERROR, NULL,
 		       "reload: some plugins did not start (see above); the others run");
+	nt_notify_ready(status ? "reloaded; some plugins did not start" : "reloaded");
 	return status ? -1 : 0;
 }
 
@@ -845,6 +849,7 @@ static void start_watchers(struct nt_daemon *d)
 	ev_signal_start(loop, &d->sig_hup);
 	ev_signal_start(loop, &d->sig_usr1);
 	ev_signal_start(loop, &d->sig_usr2);
+	nt_notify_watchdog_start(loop, &d->watchdog_timer);
 	ev_timer_init(&d->selfsync_timer, on_selfsync, 1.0, 1.0);
 	d->selfsync_timer.data = d;
 	ev_timer_start(loop, &d->selfsync_timer);
@@ -872,6 +877,7 @@ static int libbpf_to_log(enum libbpf_print_level level, const char *fmt,
 	/* libbpf's own chatter only with -v; its warnings always. */
 	if (level == LIBBPF_DEBUG)
 		return 0;
+	fputs(nt_log_priority(level == LIBBPF_WARN ? NT_LOG_WARN : NT_LOG_INFO), stderr);
 	return vfprintf(stderr, fmt, ap);
 }
 
@@ -1001,7 +1007,9 @@ int nt_daemon_run(const struct nt_options *opt)
 		nt_child_release(d->child_gate, d->child_env, d->n_child_env);
 		d->child_gate = -1;
 	}
+	nt_notify_ready("tracing");
 	ev_run(d->loop, 0);
+	nt_notify_stopping();
 	instances_stop(d);
 	status = 0;
 	if (d->child > 0 && d->child_exited)

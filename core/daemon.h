@@ -102,6 +102,7 @@ struct nt_daemon {
 	ev_signal sig_hup, sig_usr1, sig_usr2;
 	ev_child child_watch;
 	ev_timer duration_timer, selfsync_timer, grace_timer;
+	ev_timer watchdog_timer; /* systemd WATCHDOG=1 (notify.h) */
 	ev_io exits_io;
 	ev_idle stop_idle;
 };

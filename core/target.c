@@ -199,6 +199,10 @@ pid_t nt_child_spawn(char *const argv[], int *gate_fd)
 		sigset_t none;
 
 		close(gate[1]);
+		/* systemd's notify socket and watchdog are the daemon's */
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("WATCHDOG_USEC");
+		unsetenv("WATCHDOG_PID");
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);

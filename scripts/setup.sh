@@ -10,6 +10,7 @@ packages=(
   libconfig-dev libev-dev libelf-dev libdw-dev zlib1g-dev
   libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libgrpc-dev
   protobuf-compiler python3
+  libsystemd-dev        # sd_notify: readiness and watchdog under systemd
   # tests and benchmark peers
   check valgrind python3-grpcio python3-protobuf prometheus
   prometheus-node-exporter bpftrace bpfcc-tools linux-perf systemd
