@@ -175,7 +175,9 @@ static void render_inaddr(struct nt_buf *b, const unsigned char *a)
 
 static void render_errno(struct nt_buf *b, int32_t value)
 {
-	const char *name = value ? strerrorname_np(value < 0 ? -value : value) : "OK";
+	/* INT32_MIN has no positive counterpart (and names no errno) */
+	const char *name = value == INT32_MIN ? NULL
+			   : value ? strerrorname_np(value < 0 ? -value : value) : "OK";
 
 	if (name)
 		nt_buf_printf(b, "\"%s\"", name);
