@@ -1065,7 +1065,8 @@ static void on_fn(struct cuda *c, const struct nt_cuda_raw_fn *r, size_t size)
 	size_t n;
 
 	if (size < NT_CUDA_RAW_FN_FIXED || r->fn >= c->nfns ||
-	    r->nframes > NT_CUDA_STACK_MAX)
+	    r->nframes > NT_CUDA_STACK_MAX ||
+	    size < NT_CUDA_RAW_FN_FIXED + r->nframes * 8ull)
 		return;
 	fe = &c->fns[r->fn];
 	memset(out->u.bytes, 0, sizeof(*e));

@@ -996,11 +996,13 @@ int nt_cuda_decode_enter(struct nt_cuda_state *st,
 			 struct nt_cuda_rec *out)
 {
 	struct nt_cuda_enter *e;
-	unsigned api = rc->api;
+	unsigned api;
 	int fam;
 
-	if (size < NT_CUDA_RAW_CALL_FIXED || api == NT_CUDA_API_NONE ||
-	    api >= NT_CUDA_API_COUNT)
+	if (size < NT_CUDA_RAW_CALL_FIXED)
+		return -EINVAL;
+	api = rc->api;
+	if (api == NT_CUDA_API_NONE || api >= NT_CUDA_API_COUNT)
 		return -EINVAL;
 	fam = nt_cuda_api_family(api);
 	e = rec_start(st, out, NT_CUDA_EVT_ENTER, &rc->hdr, sizeof(*e));

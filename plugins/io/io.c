@@ -378,6 +378,11 @@ static int io_on_record(void *ctx, void *data, size_t size)
 	const struct io_slow_ev *e = data;
 	char devs[24], op[9];
 
+	if (size >= sizeof(e->hdr) && e->hdr.size > size) {
+		/* it would be read past its end downstream */
+		st->host->count_drop(st->inst, "bpf", 1);
+		return 0;
+	}
 	if (size >= sizeof(struct io_request_ev) &&
 	    (int)e->hdr.type == st->ev_request) {
 		st->host->publish(st->inst, data);

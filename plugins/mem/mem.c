@@ -1665,6 +1665,11 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*h))
 		return 0;
+	if (h->type != 0 && h->size > size) {
+		/* it would be read past its end downstream */
+		st->host->count_drop(st->inst, "bpf", 1);
+		return 0;
+	}
 	if (h->type != 0) {
 		st->host->publish(st->inst, h);
 		if (h->type == (uint32_t)st->t_oom) {

@@ -366,6 +366,10 @@ static int net_on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e))
 		return 0;
+	if (e->hdr.size > size) { /* it would be read past its end downstream */
+		st->host->count_drop(st->inst, "bpf", 1);
+		return 0;
+	}
 	if ((int)e->hdr.type == st->ev_close) {
 		struct net_top_row r;
 

@@ -478,6 +478,10 @@ static int on_ring(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*h))
 		return 0;
+	if (h->size > len) { /* it would be read past its end downstream */
+		st->host->count_drop(st->inst, "bpf", 1);
+		return 0;
+	}
 	if (h->type == SCHED_REC_EXIT) {
 		if (len >= sizeof(struct sched_exit_rec))
 			on_exit_rec(st, data);
