@@ -715,7 +715,7 @@ static int publish_follow(void *ctx, void *data, size_t size)
 	 * the process still in other plugins' rings need them. */
 	if (ev->type == d->exec_type)
 		nt_symbolizer_forget(&d->sym, ev->pid, ev->ts_ns);
-	if (ev->type == d->exit_type)
+	if (ev->type == d->exit_type && ev->size >= sizeof(struct nt_proc_exit))
 		log_pid_target_exit(d, (const struct nt_proc_exit *)ev);
 	d->core.events_in++;
 	nt_bus_publish(&d->bus, ev);
@@ -1024,4 +1024,23 @@ int nt_daemon_run(const struct nt_options *opt)
 	daemon_fini(d);
 	free(d);
 	return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* For tests and fuzzers (tests/fuzz/fuzz_exit.c)                      */
+/* ------------------------------------------------------------------ */
+
+void nt_daemon_setup(struct nt_daemon *d, const struct nt_options *opt)
+{
+	daemon_init(d, opt);
+}
+
+void nt_daemon_teardown(struct nt_daemon *d)
+{
+	daemon_fini(d);
+}
+
+int nt_daemon_follow_record(struct nt_daemon *d, void *data, size_t size)
+{
+	return publish_follow(d, data, size);
 }

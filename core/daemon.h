@@ -122,6 +122,14 @@ void nt_daemon_log(struct nt_daemon *d, int level, const char *prefix,
  * while stopping (the loop is asked to stop if it still runs). */
 bool nt_daemon_stop_now(struct nt_daemon *d);
 
+/* A daemon set up as for a run (bus, registry, the core's event types),
+ * and torn down, without running it: tests and fuzzers. */
+void nt_daemon_setup(struct nt_daemon *d, const struct nt_options *opt);
+void nt_daemon_teardown(struct nt_daemon *d);
+/* The core's exit-ring callback (proc.exit, proc.exec records), for a
+ * fuzzer to feed without a kernel. */
+int nt_daemon_follow_record(struct nt_daemon *d, void *data, size_t size);
+
 /* Print every plugin found in the search path (for --list-plugins). */
 int nt_list_plugins(const struct nt_options *opt);
 /* Print a plugin's config keys (for --help-plugin NAME). */

@@ -11,6 +11,7 @@ packages=(
   libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libgrpc-dev
   protobuf-compiler python3
   libsystemd-dev        # sd_notify: readiness and watchdog under systemd
+  libclang-rt-dev       # clang's ASan/UBSan/libFuzzer runtimes (scripts/sanitize.sh)
   # tests and benchmark peers
   check valgrind python3-grpcio python3-protobuf prometheus
   prometheus-node-exporter bpftrace bpfcc-tools linux-perf systemd
