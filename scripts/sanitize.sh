@@ -29,7 +29,7 @@ reports=$(mktemp -d /tmp/nt-sanitizers.XXXXXX)
 chmod 0777 "$reports" # tests run some programs as nobody
 export ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan:log_exe_name=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan:log_exe_name=1"
-export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 
 suites=(--suite unit --suite integration --suite fuzz --no-suite valgrind --no-suite install)
 meson test -C "$build" --print-errorlogs --num-processes 1 "${suites[@]}" "$@"

@@ -1311,7 +1311,8 @@ static void proc_gone(struct cuda *c, uint32_t pid)
 	if (p && c->cfg->report) {
 		char *text;
 
-		qsort(top, ntop, sizeof(*top), cmp_kcount);
+		if (ntop > 1) /* qsort's array must not be NULL (UBSan) */
+			qsort(top, ntop, sizeof(*top), cmp_kcount);
 		text = nt_cuda_report_text(p, top, ntop);
 		if (text) {
 			struct nt_cuda_rec *r = &c->rec[0];

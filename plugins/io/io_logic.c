@@ -284,8 +284,11 @@ size_t io_format_report(char *buf, size_t len, struct io_row *devs,
 
 	if (len)
 		buf[0] = '\0';
-	qsort(devs, n_devs, sizeof(*devs), cmp_row_dev);
-	qsort(procs, n_procs, sizeof(*procs), cmp_row_bytes);
+	/* qsort's array must not be NULL, even empty (UBSan) */
+	if (n_devs > 1)
+		qsort(devs, n_devs, sizeof(*devs), cmp_row_dev);
+	if (n_procs > 1)
+		qsort(procs, n_procs, sizeof(*procs), cmp_row_bytes);
 	APPEND("io: block requests issued (queue = created to issued, service "
 	       "= issued to completed; p50/p99 are bucket bounds)\n");
 	APPEND(hdr, "DEVICE", "OP", "REQS", "BYTES", "<SMALL", "Q_P50",

@@ -61,7 +61,8 @@ bad:
 			 s);
 		return -EINVAL;
 	}
-	qsort(out, k, sizeof(*out), cmp_u16);
+	if (k > 1)
+		qsort(out, k, sizeof(*out), cmp_u16);
 	for (size_t i = w = 0; i < k; i++)
 		if (w == 0 || out[w - 1] != out[i])
 			out[w++] = out[i];
@@ -209,7 +210,8 @@ size_t net_format_report(char *buf, size_t len, uint64_t active,
 
 	if (len)
 		buf[0] = '\0';
-	qsort(procs, n_procs, sizeof(*procs), cmp_proc_row);
+	if (n_procs > 1) /* qsort's array must not be NULL, even empty (UBSan) */
+		qsort(procs, n_procs, sizeof(*procs), cmp_proc_row);
 	APPEND("net: %llu active connections\n", (unsigned long long)active);
 	APPEND("%-8s %-16s %-5s %12s %12s %10s %10s %7s %6s\n", "PID", "COMM",
 	       "PROTO", "TX", "RX", "TX_PKTS", "RX_PKTS", "RETRANS", "RESETS");

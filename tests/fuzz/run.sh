@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/new" "$corpus"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan.supp}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan.supp:print_suppressions=0}
 "$fz" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
 	-close_fd_mask=2 -print_final_stats=1 -artifact_prefix="$work/" \
 	"$work/new" "$corpus" >"$work/log" 2>&1
