@@ -203,6 +203,33 @@ static const char *fz_config_file(const struct nt_instance *inst, int *line)
 	return "fuzz.conf";
 }
 
+static void fz_vlog(struct nt_instance *inst, int level, const char *fmt,
+		    va_list ap)
+{
+	char line[1024];
+
+	(void)inst;
+	(void)level;
+	vsnprintf(line, sizeof(line), fmt, ap);
+}
+
+/* No kernel here: a plugin that needs the BTF in a decoder would be wrong. */
+static const struct btf *fz_vmlinux_btf(struct nt_instance *inst)
+{
+	(void)inst;
+	return NULL;
+}
+
+static int fz_child_setenv(struct nt_instance *inst, const char *name,
+			   const char *value, bool overwrite)
+{
+	(void)inst;
+	(void)name;
+	(void)value;
+	(void)overwrite;
+	return -ESRCH; /* host-wide: no child */
+}
+
 static bool fz_stop_now(struct nt_instance *inst)
 {
 	(void)inst;
@@ -235,6 +262,9 @@ const struct nt_host fuzz_host = {
 	.wall_ns = fz_wall,
 	.count_drop = fz_drop,
 	.config_file = fz_config_file,
+	.vlog = fz_vlog,
+	.vmlinux_btf = fz_vmlinux_btf,
+	.child_setenv = fz_child_setenv,
 	.stop_now = fz_stop_now,
 };
 
