@@ -363,7 +363,9 @@ struct nt_host {
  *
  * init     parse the already validated config (a struct laid out by the
  *          config schema, borrowed until fini), register schemas, metrics,
- *          subscriptions; allocate state. No BPF loading here.
+ *          subscriptions; allocate state. No BPF loading here. fini is
+ *          called only after an init that succeeded: a failing init frees
+ *          what it allocated itself.
  * attach   load and attach BPF, open sockets, watch fds, add timers.
  * poll     the loop calls it when a watched fd is readable or a timer fires;
  *          `token` says which; handle at most `budget` records and return

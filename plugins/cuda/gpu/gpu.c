@@ -166,6 +166,8 @@ static void gpu_consume(void *state, const struct nt_event_hdr *ev,
 
 /* ---- ops ---------------------------------------------------------------------------- */
 
+static void gpu_fini(void *state);
+
 static int gpu_init(struct nt_instance *inst, const struct nt_host *host,
 		    const void *config, void **state)
 {
@@ -193,11 +195,14 @@ static int gpu_init(struct nt_instance *inst, const struct nt_host *host,
 	g->cfg = cfg;
 	g->listen_fd = g->epoll_fd = -1;
 	gpu_strtab_init(&g->strs, 256u << 20);
-	*state = g;
-	if ((err = gpu_events_register(g)) < 0)
+	if ((err = gpu_events_register(g)) < 0 ||
+	    (!(g->m = gpu_metrics_new(g)) && (err = -ENOMEM)) ||
+	    (cfg->folded && !(g->fold = gpu_folded_new((uint32_t)cfg->max_stacks)) &&
+	     (err = -ENOMEM))) {
+		gpu_fini(g); /* no fini follows a failed init */
 		return err;
-	if (!(g->m = gpu_metrics_new(g)) || (cfg->folded && !(g->fold = gpu_folded_new((uint32_t)cfg->max_stacks))))
-		return -ENOMEM;
+	}
+	*state = g;
 	host->subscribe(inst, "cuda.launch");
 	host->subscribe(inst, "cuda.graph_launch");
 	host->subscribe(inst, "cuda.memcpy");

@@ -142,8 +142,10 @@ static struct gpu_call *call_slot(struct gpu_proc *p, uint32_t tid,
 	if (!t)
 		return NULL;
 	if (comm && comm[0]) {
-		memcpy(t->comm, comm, sizeof(t->comm));
-		t->comm[sizeof(t->comm) - 1] = '\0';
+		/* comm: a record's 16 bytes, or a shorter C string */
+		size_t n = strnlen(comm, sizeof(t->comm) - 1);
+		memcpy(t->comm, comm, n);
+		t->comm[n] = '\0';
 		t->comm_known = true;
 	}
 	return ring_entry(t, ts);
