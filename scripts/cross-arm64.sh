@@ -19,6 +19,7 @@ packages=(
 	libbpf-dev:arm64 libconfig-dev:arm64 libev-dev:arm64 libelf-dev:arm64
 	libdw-dev:arm64 zlib1g-dev:arm64 libmicrohttpd-dev:arm64
 	libprotobuf-c-dev:arm64 libgrpc-dev:arm64 check:arm64
+	libsystemd-dev:arm64                           # sd_notify (core/notify.c)
 	linux-libc-dev:arm64                           # <asm/*.h> for clang -target bpf
 )
 [ "${NT_CROSS_TESTS:-1}" = 0 ] || packages+=(qemu-user)
