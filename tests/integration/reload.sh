@@ -62,10 +62,10 @@ printf 'plugins = (\n  { plugin = "file"; path = "%s"; },\n  { plugin = "nosuch"
 	"$T/after.jsonl" >"$T/missing.conf"
 hup_refused missing "a missing plugin" "hup.conf:3: plugin 'nosuch' not found"
 
-# Valid for the schema; the prometheus sink's init refuses the path.
-printf 'plugins = (\n  { plugin = "file"; path = "%s"; },\n  { plugin = "prometheus"; path = "metrics"; }\n);\n' \
+# Valid for the schema (4..1048576); the sched probe's init refuses it.
+printf 'plugins = (\n  { plugin = "file"; path = "%s"; },\n  { plugin = "sched"; ringbuf_kb = 100; }\n);\n' \
 	"$T/after.jsonl" >"$T/init.conf"
-hup_refused init "a value only init refuses" "hup.conf:3: \[prometheus.0\] path"
+hup_refused init "a value only init refuses" "hup.conf:3: \[sched.0\] ringbuf_kb: 100 is not a power of two"
 
 printf 'plugins = (\n  { plugin = "file"; path = "%s" }\n' "$T/after.jsonl" >"$T/syntax.conf"
 hup_refused syntax "a syntax error" "hup.conf:[0-9]+: syntax error"
