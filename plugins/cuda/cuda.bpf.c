@@ -115,6 +115,23 @@ struct {
 	__type(value, __s32);
 } ctx_dev SEC(".maps");
 
+/*
+ * Threads capturing a CUDA graph (cudaStreamBeginCapture .. EndCapture):
+ * thread id -> the stream captured. A launch of such a thread is recorded
+ * into the graph, not run: it is not counted, and its record goes to user
+ * space (first = NT_CUDA_LAUNCH_CAPTURED), which adds it to the graph's
+ * kernels and counts them at each launch of the graph. `capturing_n` keeps
+ * the hot path at one load of a global while nothing is captured.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} capturing SEC(".maps");
+
+__s64 capturing_n = 0;
+
 /* Function table: entry time per (tid << 8 | fn). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -193,10 +210,14 @@ static __always_inline __s32 device_of(__u32 tid, __u32 layer)
 {
 	__s32 *d = bpf_map_lookup_elem(&cur_dev, &tid);
 
+	(void)layer;
 	if (d)
 		return *d;
-	/* The runtime's device is 0 until cudaSetDevice says otherwise. */
-	return layer == NT_CUDA_LAYER_RUNTIME ? 0 : -1;
+	/* The runtime's device is 0 until cudaSetDevice says otherwise; a
+	 * driver call of a thread whose context the probe did not see made
+	 * current runs in the one the runtime made current: device 0's
+	 * primary context (cuBLAS's workspace, calls after an attach). */
+	return 0;
 }
 
 static __always_inline __u64 arg_n(struct nt_cuda_raw_call *rc, __u32 n)
@@ -275,6 +296,7 @@ int call_enter(struct pt_regs *ctx)
 			bpf_probe_read_user(rc->blob, sz, (void *)p);
 	}
 	rc->nframes = 0;
+	rc->pad = 0;
 	if (stacks_on && (sp->flags & NT_CUDA_SPEC_STACK)) {
 		long n = bpf_get_stack(ctx, rc->ips, sizeof(rc->ips),
 				       BPF_F_USER_STACK);
@@ -322,6 +344,30 @@ static __always_inline void emit_kname(struct nt_cuda_raw_call *rc, __u64 id)
 	output(k, (NT_CUDA_RAW_KNAME_FIXED + n) & 0xfff);
 }
 
+/* A capture begins or ends on this thread (graph-building calls). */
+static __always_inline void note_capture(__u32 api, __u32 tid,
+					 const struct nt_cuda_raw_call *rc)
+{
+	bool begin = api == NT_CUDA_API_cudaStreamBeginCapture ||
+		     api == NT_CUDA_API_cudaStreamBeginCapture_ptsz ||
+		     api == NT_CUDA_API_cudaStreamBeginCaptureToGraph ||
+		     api == NT_CUDA_API_cuStreamBeginCapture_v2 ||
+		     api == NT_CUDA_API_cuStreamBeginCapture_v2_ptsz ||
+		     api == NT_CUDA_API_cuStreamBeginCaptureToGraph;
+	bool end = api == NT_CUDA_API_cudaStreamEndCapture ||
+		   api == NT_CUDA_API_cudaStreamEndCapture_ptsz ||
+		   api == NT_CUDA_API_cuStreamEndCapture ||
+		   api == NT_CUDA_API_cuStreamEndCapture_ptsz;
+	__u64 stream = rc->arg[0];
+
+	if (begin && (__u32)rc->ret == 0 &&
+	    bpf_map_update_elem(&capturing, &tid, &stream, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&capturing_n, 1);
+	/* a capture ends with its EndCapture, failed or not */
+	if (end && bpf_map_delete_elem(&capturing, &tid) == 0)
+		__sync_fetch_and_add(&capturing_n, -1);
+}
+
 SEC("uretprobe")
 int call_return(struct pt_regs *ctx)
 {
@@ -359,6 +405,19 @@ int call_return(struct pt_regs *ctx)
 			bpf_probe_read_user(&rc->out[1], 8, (void *)p);
 	}
 	fam = sp->family;
+	if (fam == NT_CUDA_FAM_GRAPHDEF)
+		note_capture(api, tid, rc);
+	if (stacks_on && rc->nframes == 0 && (__u32)rc->ret != 0) {
+		/* a failed call without an entry stack: the caller's stack at
+		 * the return (user space appends the function's name) */
+		long n = bpf_get_stack(ctx, rc->ips, sizeof(rc->ips),
+				       BPF_F_USER_STACK);
+
+		if (n > 0) {
+			rc->nframes = n / 8;
+			rc->pad = NT_CUDA_RAWF_RET_STACK;
+		}
+	}
 	if (fam == NT_CUDA_FAM_DEVICE && (__u32)rc->ret == 0) {
 		if (api == NT_CUDA_API_cudaSetDevice) {
 			__s32 d = (__s32)rc->arg[0];
@@ -369,7 +428,8 @@ int call_return(struct pt_regs *ctx)
 			__s32 d = (__s32)rc->arg[1];
 
 			bpf_map_update_elem(&ctx_dev, &c, &d, BPF_ANY);
-		} else if (api == NT_CUDA_API_cuCtxSetCurrent) {
+		} else if (api == NT_CUDA_API_cuCtxSetCurrent ||
+			   api == NT_CUDA_API_cuCtxPushCurrent_v2) {
 			__u64 c = rc->arg[0];
 			__s32 *d = bpf_map_lookup_elem(&ctx_dev, &c);
 
@@ -469,7 +529,14 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 	} else {
 		func = PT_REGS_PARM1(ctx);
 	}
-	if (!launch_events) {
+	if (capturing_n > 0) {
+		__u32 tid = (__u32)id;
+
+		/* into a graph: recorded for user space, not counted */
+		if (bpf_map_lookup_elem(&capturing, &tid))
+			first = NT_CUDA_LAUNCH_CAPTURED;
+	}
+	if (!launch_events && !first) {
 		/* fast path: the slot user space installed for this kernel */
 		__u32 idx = nt_cuda_lslot_idx(tgid, func);
 		struct nt_cuda_lslot *ls = bpf_map_lookup_elem(&lslots, &idx);
@@ -482,8 +549,10 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 	k.tgid = tgid;
 	k.api = (__u16)bpf_get_attach_cookie(ctx);
 	k.func = func;
-	cnt = bpf_map_lookup_elem(&launches, &k);
-	if (cnt) {
+	cnt = first ? NULL : bpf_map_lookup_elem(&launches, &k);
+	if (first) {
+		/* captured: not counted */
+	} else if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
 	} else if (bpf_map_update_elem(&launches, &k, &one, BPF_NOEXIST) == 0) {
 		first = 1;

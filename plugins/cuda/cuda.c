@@ -473,6 +473,27 @@ static const char *mem_kind_label(uint32_t k)
 /* Publishing and metrics                                              */
 /* ------------------------------------------------------------------ */
 
+/* A graph launch runs the kernels captured or added into its graph: each
+ * counts as a launch of its kernel (the probe saw none of them run). */
+static void count_graph_kernels(struct cuda *c, uint32_t pid, uint64_t exec)
+{
+	const struct nt_cuda_glist *k = nt_cuda_graph_launched(&c->st, pid, exec);
+	char unk[40], pidb[16];
+
+	snprintf(pidb, sizeof(pidb), "%u", pid);
+	for (uint32_t i = 0; k && i < k->n; i++) {
+		const char *name = nt_cuda_kernel_name(&c->st, pid, k->k[i].layer,
+						       k->k[i].func);
+
+		if (!name[0]) {
+			snprintf(unk, sizeof(unk), "0x%" PRIx64, k->k[i].func);
+			name = unk;
+		}
+		const char *lv[] = { pidb, name };
+		c->host->metric_add(c->m[M_LAUNCH], lv, 1);
+	}
+}
+
 static void account(struct cuda *c, const struct nt_event_hdr *ev)
 {
 	const struct nt_host *h = c->host;
@@ -534,6 +555,7 @@ static void account(struct cuda *c, const struct nt_event_hdr *ev)
 			return;
 		const char *lv[] = { pid_s(c, ev->pid) };
 		h->metric_add(c->m[M_GRAPH], lv, 1);
+		count_graph_kernels(c, ev->pid, g->graph_exec);
 	} else if ((int)ev->type == c->types[NT_CUDA_EVT_ERROR]) {
 		const struct nt_cuda_error *e = (const void *)ev;
 		char fn[64], en[64];
@@ -1114,6 +1136,11 @@ static int on_record(void *ctx, void *data, size_t size)
 
 		if (size < NT_CUDA_RAW_LAUNCH_FIXED)
 			break;
+		if (rl->first == NT_CUDA_LAUNCH_CAPTURED) {
+			if (nt_cuda_note_captured(&c->st, rl, size) < 0)
+				c->host->count_drop(c->inst, "graph", 1);
+			break;
+		}
 		if (!c->cfg->launch_events) {
 			/* first launch: name it while the process lives, and
 			 * give it a fast-path slot */
