@@ -1806,7 +1806,7 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	struct pyj_result jr;
 	uint32_t stack;
 
-	if (!p || p->status != PS_ATTACHED || (!launch && !py_lend_wanted(&st->lend)))
+	if (!p || p->status != PS_ATTACHED || (!launch && !py_lend_wanted(&st->lend, schema->name)))
 		return;
 	memcpy(comm, ev->comm, NT_COMM_LEN);
 	comm[NT_COMM_LEN] = '\0';
@@ -1892,7 +1892,8 @@ static void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 		}
 	}
 	if (jr.how != PYJ_NONE)
-		py_lend_publish(&st->lend, st->host, st->inst, ev, st->agg, ids, n,
+		py_lend_publish(&st->lend, st->host, st->inst, ev, schema->name,
+				st->agg, ids, n,
 				st->cfg->lines, (unsigned)jr.how);
 	if (!launch)
 		return;
@@ -2204,9 +2205,7 @@ static int py_init(struct nt_instance *inst, const struct nt_host *host,
 	if (cfg->cuda_join) {
 		host->subscribe(inst, "cuda.launch");
 		/* their stacks are lent only (python.launch_stack) */
-		host->subscribe(inst, "cuda.graph_launch");
-		host->subscribe(inst, "cuda.memcpy");
-		host->subscribe(inst, "cuda.memset");
+		py_lend_subscribe(host, inst);
 		if (py_lend_init(&st->lend, host, inst))
 			host->log(inst, NT_LOG_WARN, "cannot register python.launch_stack: no stacks lent");
 	}

@@ -29,6 +29,7 @@
 #include "hang.h"
 #include "leak.h"
 #include "oomring.h"
+#include "pyframes.h"
 #include "timeline.h"
 #include "track.h"
 
@@ -848,7 +849,7 @@ START_TEST(test_det_oom_evidence)
 	const uint64_t base = 0x7f3300000000ULL;
 
 	det_open(&x, "cuda_oom", over);
-	ck_assert_int_eq(F.nsubs, 3);
+	ck_assert_int_eq(F.nsubs, 4); /* cuda.alloc, cuda.free, proc.exit, python.call_stack */
 	ck_assert_str_eq(F.schemas[0]->name, "alert.cuda_oom");
 	/* 6 blocks of 2 MiB; blocks 1 and 3 freed: holes of 2 MiB each */
 	for (int i = 0; i < 6; i++)
@@ -1346,12 +1347,69 @@ START_TEST(test_det_hang)
 }
 END_TEST
 
+
+/* A lent Python stack (python.call_stack) merged in front of a call's
+ * native stack; native frames of the lend and other threads' lends are
+ * not taken. */
+struct fake_lend {
+	struct nt_event_hdr hdr;
+	uint32_t how, pad;
+	struct nt_vstr stack;
+	char text[256];
+};
+
+START_TEST(test_pyframes)
+{
+	static const struct nt_field f[] = {
+		NT_FIELD(struct fake_lend, how, NT_F_U32, "", ""),
+		NT_FIELD(struct fake_lend, stack, NT_F_VSTR, "", ""),
+	};
+	static const struct nt_schema sc = { .name = "python.call_stack",
+					     .fields = f, .n_fields = 2,
+					     .min_size = 16 };
+	const char *t = "<module> (/w/t.py:40);leaky_step (/w/t.py:9);"
+			"libffi.so.8+0x6f7a;operator()(int);cudaMalloc";
+	struct fake_lend l = { 0 };
+	struct pyframes pf;
+	struct cuev e = { 0 };
+	char out[128];
+
+	pyf_init(&pf);
+	ck_assert(pyf_is(&sc));
+	l.hdr.pid = 7;
+	l.hdr.tid = 8;
+	l.hdr.ts_ns = 1000;
+	l.stack.off = offsetof(struct fake_lend, text);
+	l.stack.len = (uint32_t)strlen(t);
+	memcpy(l.text, t, strlen(t));
+	l.hdr.size = (uint32_t)(offsetof(struct fake_lend, text) + strlen(t));
+	pyf_note(&pf, &l.hdr, &sc);
+	ck_assert_str_eq(pyf_find(&pf, 7, 8, 1000),
+			 "<module> (/w/t.py:40);leaky_step (/w/t.py:9)");
+	ck_assert_ptr_null(pyf_find(&pf, 7, 8, 999)); /* another call */
+	ck_assert_ptr_null(pyf_find(&pf, 7, 9, 1000)); /* another thread */
+	e.pid = 7;
+	e.tid = 8;
+	e.ts = 1000;
+	e.stack.p = "main;alloc_it;cudaMalloc";
+	e.stack.len = strlen(e.stack.p);
+	ck_assert(pyf_merge(&pf, &e));
+	ck_assert_str_eq(e.stack.p, "<module> (/w/t.py:40);leaky_step (/w/t.py:9);"
+				    "main;alloc_it;cudaMalloc");
+	ck_assert_str_eq(stack_py_frame(e.stack.p, out, sizeof(out)),
+			 "leaky_step (/w/t.py:9)");
+	ck_assert_str_eq(stack_py_frame("main;f(int);cudaMalloc", out, sizeof(out)), "");
+	pyf_fini(&pf);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cuda_detectors");
 	TCase *t = tcase_create("logic");
 
 	tcase_add_test(t, test_stacktab);
+	tcase_add_test(t, test_pyframes);
 	tcase_add_test(t, test_amap_basic);
 	tcase_add_test(t, test_stack_totals);
 	tcase_add_test(t, test_leak_steady);

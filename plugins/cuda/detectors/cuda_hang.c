@@ -22,6 +22,7 @@
 #include "cudaev.h"
 #include "det_alert.h"
 #include "det_util.h"
+#include "pyframes.h"
 #include "hang.h"
 
 struct hg_cfg {
@@ -77,6 +78,7 @@ struct hg {
 	const struct hg_cfg *cfg;
 	int alert_type;
 	struct cuev_cache cc;
+	struct pyframes py; /* lent Python stacks (pyframes.h) */
 	struct stacktab st;
 	struct hg_proc **procs;
 	size_t np, cp;
@@ -138,7 +140,7 @@ static void hg_alert(struct hg *g, struct hg_proc *p, uint64_t now)
 	const struct hang_blocked *b = hang_longest_blocked(h);
 	double quiet = (double)(now - h->last_act_ns) / 1e9;
 	struct sbuf ev, msg;
-	char fn[256], lfn[256];
+	char fn[256], lfn[256], pyfn[256];
 	const char *hint;
 	struct det_subject subj = { .pid = h->pid, .comm = p->comm };
 
@@ -195,9 +197,12 @@ static void hg_alert(struct hg *g, struct hg_proc *p, uint64_t now)
 		  h->pid, p->comm, quiet);
 	if (b) {
 		stack_user_frame(stacktab_get(&g->st, b->stack), fn, sizeof(fn));
+		stack_py_frame(stacktab_get(&g->st, b->stack), pyfn, sizeof(pyfn));
 		sb_printf(&msg, "; thread %u blocked in %s for %.1f s", b->tid,
 			  b->func, (double)(now - b->since_ns) / 1e9);
-		if (fn[0]) {
+		if (pyfn[0]) {
+			sb_printf(&msg, " (called from %s)", pyfn);
+		} else if (fn[0]) {
 			char sfn[256];
 
 			sb_printf(&msg, " (called from %s)", short_fn(fn, sfn, sizeof(sfn)));
@@ -300,6 +305,10 @@ static void hg_consume(void *state, const struct nt_event_hdr *ev,
 	struct hg_proc *p;
 	char api[64], kname[HANG_NAME_LEN];
 
+	if (pyf_is(schema)) {
+		pyf_note(&g->py, ev, schema);
+		return;
+	}
 	if (!cuev_decode(&g->cc, ev, schema, &e))
 		return;
 	if (e.type == CUEV_PROC_EXIT) {
@@ -337,6 +346,7 @@ static void hg_consume(void *state, const struct nt_event_hdr *ev,
 				      HANG_ACT_OTHER, api);
 		break;
 	case CUEV_ENTER:
+		pyf_merge(&g->py, &e);
 		hang_sync_enter(&p->h, e.ts, e.tid, e.api, api,
 				stacktab_intern(&g->st, e.stack.p, e.stack.len));
 		break;
@@ -352,6 +362,7 @@ static int hg_init(struct nt_instance *inst, const struct nt_host *host,
 	static const char *const pats[] = {
 		"cuda.launch", "cuda.graph_launch", "cuda.memcpy", "cuda.memset",
 		"cuda.sync", "cuda.enter", "cuda.error", "proc.exit",
+		PYF_SCHEMA,
 	};
 	int err = 0;
 
@@ -362,6 +373,7 @@ static int hg_init(struct nt_instance *inst, const struct nt_host *host,
 	g->cfg = config;
 	g->clk_tck = sysconf(_SC_CLK_TCK);
 	stacktab_init(&g->st, 0);
+	pyf_init(&g->py);
 	if (g->cfg->timeout_ms < g->cfg->interval_ms) {
 		stacktab_fini(&g->st);
 		free(g);
@@ -387,6 +399,7 @@ static int hg_init(struct nt_instance *inst, const struct nt_host *host,
 	return 0;
 fail:
 	stacktab_fini(&g->st);
+	pyf_fini(&g->py);
 	free(g);
 	return err ? err : -EINVAL;
 }
@@ -421,6 +434,7 @@ static void hg_fini(void *state)
 		free(g->procs[i]);
 	free(g->procs);
 	stacktab_fini(&g->st);
+	pyf_fini(&g->py);
 	free(g);
 }
 

@@ -23,6 +23,7 @@
 #include "cudaev.h"
 #include "det_alert.h"
 #include "det_util.h"
+#include "pyframes.h"
 #include "leak.h"
 #include "track.h"
 
@@ -128,6 +129,7 @@ struct ml {
 	int alert_type, report_type;
 	struct track tr;
 	struct cuev_cache cc;
+	struct pyframes py; /* lent Python stacks (pyframes.h) */
 	struct ml_proc *procs;
 	size_t np, cp;
 	struct ml_exit *exits;
@@ -184,17 +186,21 @@ static void json_top_stacks(struct ml *m, struct sbuf *b,
 	sb_putc(b, '[');
 	for (long i = 0; i < nt && i < top; i++) {
 		const char *st = stacktab_get(&m->tr.st, t[i].stack);
-		char fn[256];
+		char fn[256], pyfn[256];
 
 		stack_user_frame(st, fn, sizeof(fn));
+		stack_py_frame(st, pyfn, sizeof(pyfn));
 		if (i == 0 && first_fn)
-			snprintf(first_fn, fnlen, "%s", fn[0] ? fn : "(no stack)");
+			snprintf(first_fn, fnlen, "%s",
+				 pyfn[0] ? pyfn : fn[0] ? fn : "(no stack)");
 		if (i)
 			sb_putc(b, ',');
 		sb_printf(b, "{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
 			     ",\"device\":%d,\"function\":",
 			  t[i].bytes, t[i].count, t[i].dev);
 		sb_json_str(b, fn);
+		sb_puts(b, ",\"python_caller\":");
+		sb_json_str(b, pyfn);
 		sb_puts(b, ",\"stack\":");
 		sb_json_stack(b, st, (unsigned)m->cfg->stack_frames);
 		sb_putc(b, '}');
@@ -245,7 +251,8 @@ static void ml_online_alert(struct ml *m, struct ml_proc *p,
 			"+%s in %.1f s, %s live (p=%.2f, %u of %u windows grew); "
 			"top: %s live from %s",
 		  p->pid, p->comm, p->dev, gb, span_s, lb, r->p, r->s, r->n, tb,
-		  short_fn(fn, sfn, sizeof(sfn)));
+		  stack_py_frame(fn, sfn, sizeof(sfn))[0] ? fn
+							  : short_fn(fn, sfn, sizeof(sfn)));
 	det_alert_publish(m->host, m->inst, (uint32_t)m->alert_type, &subj,
 			  NT_SEV_WARNING, sb_str(&msg), sb_str(&ev));
 	m->host->metric_add(m->m_alerts, NULL, 1);
@@ -444,11 +451,18 @@ static void ml_consume(void *state, const struct nt_event_hdr *ev,
 	struct ml *m = state;
 	struct cuev e;
 
+	if (pyf_is(schema)) {
+		pyf_note(&m->py, ev, schema);
+		return;
+	}
 	if (!cuev_decode(&m->cc, ev, schema, &e))
 		return;
 	switch (e.type) {
 	case CUEV_ALLOC: {
-		enum track_res r = track_alloc(&m->tr, &e, NULL);
+		enum track_res r;
+
+		pyf_merge(&m->py, &e);
+		r = track_alloc(&m->tr, &e, NULL);
 
 		if (r == TRACK_NEW || r == TRACK_REPLACED)
 			ml_proc_get(m, e.pid, e.device, e.comm);
@@ -509,6 +523,7 @@ static int ml_init(struct nt_instance *inst, const struct nt_host *host,
 	m->lcfg.threshold = cfg->threshold;
 	m->lcfg.min_growth = (uint64_t)cfg->min_growth_bytes;
 	m->lcfg.noise_bytes = (uint64_t)cfg->noise_bytes;
+	pyf_init(&m->py);
 	err = track_init(&m->tr, cfg->include_host, 0);
 	if (err)
 		goto fail;
@@ -521,7 +536,8 @@ static int ml_init(struct nt_instance *inst, const struct nt_host *host,
 	}
 	if ((err = host->subscribe(inst, "cuda.alloc")) < 0 ||
 	    (err = host->subscribe(inst, "cuda.free")) < 0 ||
-	    (err = host->subscribe(inst, "proc.exit")) < 0)
+	    (err = host->subscribe(inst, "proc.exit")) < 0 ||
+	    (err = host->subscribe(inst, PYF_SCHEMA)) < 0)
 		goto fail;
 	m->m_live = host->metric_register(inst, &m_live_desc);
 	m->m_prob = host->metric_register(inst, &m_prob_desc);
@@ -534,6 +550,7 @@ static int ml_init(struct nt_instance *inst, const struct nt_host *host,
 	return 0;
 fail:
 	track_fini(&m->tr);
+	pyf_fini(&m->py);
 	free(m);
 	return err ? err : -EINVAL;
 }
@@ -574,6 +591,7 @@ static void ml_fini(void *state)
 	track_fini(&m->tr);
 	free(m->procs);
 	free(m->exits);
+	pyf_fini(&m->py);
 	free(m);
 }
 

@@ -18,6 +18,7 @@
 #include "cudaev.h"
 #include "det_alert.h"
 #include "det_util.h"
+#include "pyframes.h"
 #include "frag.h"
 #include "oomring.h"
 #include "track.h"
@@ -93,6 +94,7 @@ struct oom {
 	int alert_type;
 	struct track tr;
 	struct cuev_cache cc;
+	struct pyframes py; /* lent Python stacks (pyframes.h) */
 	struct oom_proc *procs;
 	size_t np, cp;
 	struct oom_used *used;
@@ -157,6 +159,7 @@ static void oom_report(struct oom *o, const struct cuev *e)
 	struct frag_stats fs;
 	struct sbuf ev, msg;
 	char api[64], errbuf[64], fn[256], sfn[256], stack[4096], b1[32], b2[32], b3[32];
+	char pyfn[256];
 	const char *errname;
 	struct det_subject subj = { .pid = e->pid, .tid = e->tid, .comm = e->comm };
 	uint64_t live = ap ? ap->live_bytes : 0, now;
@@ -175,6 +178,7 @@ static void oom_report(struct oom *o, const struct cuev *e)
 					       sizeof(errbuf));
 	cuev_str_copy(e->stack, stack, sizeof(stack));
 	stack_user_frame(stack, fn, sizeof(fn));
+	stack_py_frame(stack, pyfn, sizeof(pyfn));
 	frag_fail = contiguous(o) && fs.free_bytes >= e->size &&
 		    fs.largest_hole < e->size;
 	retry = p && p->fail_size == e->size && p->fail_ns &&
@@ -205,6 +209,8 @@ static void oom_report(struct oom *o, const struct cuev *e)
 		  e->outstanding, fs.largest_hole, fs.free_bytes, fs.holes,
 		  fs.span, fs.score, e->duration_ns);
 	sb_json_str(&ev, fn);
+	sb_puts(&ev, ",\"python_caller\":");
+	sb_json_str(&ev, pyfn);
 	sb_puts(&ev, ",\"stack\":");
 	sb_json_stack(&ev, stack, (unsigned)o->cfg->stack_frames);
 	sb_puts(&ev, ",\"recent_allocations\":[");
@@ -260,7 +266,7 @@ static void oom_report(struct oom *o, const struct cuev *e)
 		  api, e->size, fmt_bytes(e->size, b1, sizeof(b1)), e->device,
 		  e->pid, e->comm, errname, fmt_bytes(live, b2, sizeof(b2)),
 		  ap ? ap->live_count : 0, fmt_bytes(fs.largest_hole, b3, sizeof(b3)),
-		  fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)");
+		  pyfn[0] ? pyfn : fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)");
 	det_alert_publish(o->host, o->inst, (uint32_t)o->alert_type, &subj,
 			  retry ? NT_SEV_INFO : NT_SEV_CRITICAL, sb_str(&msg),
 			  sb_str(&ev));
@@ -282,10 +288,15 @@ static void oom_consume(void *state, const struct nt_event_hdr *ev,
 	struct cuev e;
 	struct amap_entry a;
 
+	if (pyf_is(schema)) {
+		pyf_note(&o->py, ev, schema);
+		return;
+	}
 	if (!cuev_decode(&o->cc, ev, schema, &e))
 		return;
 	switch (e.type) {
 	case CUEV_ALLOC:
+		pyf_merge(&o->py, &e);
 		if (cuev_failed(&e)) {
 			char ps[16], ds[16];
 			const char *lv[2] = { ps, ds };
@@ -373,6 +384,7 @@ static int oom_init(struct nt_instance *inst, const struct nt_host *host,
 	o->inst = inst;
 	o->host = host;
 	o->cfg = cfg;
+	pyf_init(&o->py);
 	err = track_init(&o->tr, cfg->include_host, 0);
 	if (err)
 		goto fail;
@@ -384,7 +396,8 @@ static int oom_init(struct nt_instance *inst, const struct nt_host *host,
 	}
 	if ((err = host->subscribe(inst, "cuda.alloc")) < 0 ||
 	    (err = host->subscribe(inst, "cuda.free")) < 0 ||
-	    (err = host->subscribe(inst, "proc.exit")) < 0)
+	    (err = host->subscribe(inst, "proc.exit")) < 0 ||
+	    (err = host->subscribe(inst, PYF_SCHEMA)) < 0)
 		goto fail;
 	o->m_fail = host->metric_register(inst, &m_fail_desc);
 	o->m_lat = host->metric_register(inst, &m_lat_desc);
@@ -396,6 +409,7 @@ static int oom_init(struct nt_instance *inst, const struct nt_host *host,
 	return 0;
 fail:
 	track_fini(&o->tr);
+	pyf_fini(&o->py);
 	free(o);
 	return err ? err : -EINVAL;
 }
@@ -430,6 +444,7 @@ static void oom_fini(void *state)
 		frag_used_fini(&o->used[i].u);
 	free(o->used);
 	free(o->procs);
+	pyf_fini(&o->py);
 	free(o);
 }
 
