@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/follow.h"
+#include "btfshare.h"
 #include "host.h"
 #include "clock.h"
 #include "job.h"
@@ -292,6 +293,7 @@ static int instance_attach(struct nt_instance *inst)
 {
 	if (inst->st != NT_ST_INITED)
 		return 0;
+	uint64_t t0 = nt_mono_ns();
 	int err = inst->lib.desc.attach(inst->state);
 	if (err) {
 		nt_instance_unwatch(inst);
@@ -300,7 +302,8 @@ static int instance_attach(struct nt_instance *inst)
 	}
 	set_state(inst, NT_ST_ATTACHED);
 	if (inst->log_level >= NT_LOG_DEBUG)
-		nt_log(NT_LOG_DEBUG, inst->prefix, "attached (%s)", inst->lib.path);
+		nt_log(NT_LOG_DEBUG, inst->prefix, "attached in %.1f ms (%s)",
+		       (double)(nt_mono_ns() - t0) / 1e6, inst->lib.path);
 	return 0;
 }
 
@@ -390,8 +393,12 @@ static int detach_one(struct nt_daemon *d, struct nt_instance *inst)
 	(void)d;
 	nt_instance_unwatch(inst);
 	if (inst->st == NT_ST_ATTACHED) {
+		uint64_t t0 = nt_mono_ns();
 		inst->lib.desc.detach(inst->state);
 		set_state(inst, NT_ST_DETACHED);
+		if (inst->log_level >= NT_LOG_DEBUG)
+			nt_log(NT_LOG_DEBUG, inst->prefix, "detached in %.1f ms",
+			       (double)(nt_mono_ns() - t0) / 1e6);
 	}
 	return 0;
 }
@@ -438,6 +445,11 @@ static int instances_start(struct nt_daemon *d)
 	if (!d->can_trace && live_probes < probes)
 		nt_log(NT_LOG_WARN, NULL, "%zu of %zu probes could not attach: tracing needs %s",
 		       probes - live_probes, probes, d->privs_need);
+	struct nt_btfshare_stats bs = nt_btfshare_stats();
+	if (d->opt.verbose && bs.parses)
+		nt_log(NT_LOG_DEBUG, NULL, "kernel BTF parsed %llu time(s) (%.1f ms), shared by %llu loads",
+		       (unsigned long long)bs.parses, (double)bs.parse_ns / 1e6,
+		       (unsigned long long)bs.calls);
 	size_t live = 0;
 	for (size_t i = 0; i < d->n_insts; i++)
 		live += d->insts[i]->st == NT_ST_ATTACHED;

@@ -11,6 +11,7 @@
 
 #include <bpf/btf.h>
 
+#include "btfshare.h"
 #include "log.h"
 
 struct nt_watch {
@@ -265,8 +266,9 @@ static const struct btf *host_vmlinux_btf(struct nt_instance *inst)
 
 void nt_host_release(struct nt_daemon *d)
 {
-	btf__free(d->vmlinux_btf);
+	/* the same parse libbpf's loads shared (btfshare.c) */
 	d->vmlinux_btf = NULL;
+	nt_btfshare_release();
 	d->vmlinux_btf_tried = false;
 }
 
