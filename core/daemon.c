@@ -23,6 +23,7 @@
 #include "notify.h"
 #include "privs.h"
 #include "search.h"
+#include "sinks.h"
 
 #define POLL_BUDGET 4096
 #define POLL_ERRORS_MAX 3
@@ -131,15 +132,16 @@ void nt_daemon_sync_self_metrics(struct nt_daemon *d)
 	for (size_t i = 0; i < d->n_insts; i++) {
 		struct nt_instance *inst = d->insts[i];
 		const char *label[1] = {inst->name};
+		uint64_t out = nt_instance_events_out(inst);
+		nt_sink_sync(inst);
 		if (inst->events_in != inst->synced_in) {
 			nt_metric_add(d->m_in, label,
 				      (double)(inst->events_in - inst->synced_in));
 			inst->synced_in = inst->events_in;
 		}
-		if (inst->events_out != inst->synced_out) {
-			nt_metric_add(d->m_out, label,
-				      (double)(inst->events_out - inst->synced_out));
-			inst->synced_out = inst->events_out;
+		if (out != inst->synced_out) {
+			nt_metric_add(d->m_out, label, (double)(out - inst->synced_out));
+			inst->synced_out = out;
 		}
 	}
 	uint64_t bus_drops = d->bus.dropped_unknown + d->bus.dropped_short;
@@ -184,17 +186,21 @@ static void deliver(void *subscriber, const struct nt_event_hdr *ev,
 
 	if (inst->st != NT_ST_ATTACHED)
 		return;
+	/* a sink's own queue and thread, when it has them */
+	if (nt_sink_push(inst, ev, schema))
+		return;
 	inst->events_out++;
 	inst->lib.desc.consume(inst->state, ev, schema);
 }
 
-static void instance_fail(struct nt_instance *inst, const char *op, int err)
+void nt_instance_fail(struct nt_instance *inst, const char *op, int err)
 {
 	bool fatal = inst->cfg && inst->cfg->required;
 
 	nt_daemon_log(inst->d, NT_LOG_ERROR, inst->prefix, "%s failed: %s; %s", op,
 		      strerror(err < 0 ? -err : err),
 		      fatal ? "it is required: stopping" : "the other plugins go on");
+	nt_sink_stop(inst);
 	nt_instance_unwatch(inst);
 	if (inst->st == NT_ST_ATTACHED)
 		inst->lib.desc.detach(inst->state);
@@ -211,7 +217,7 @@ void nt_instance_poll(struct nt_instance *inst, uint32_t token)
 		return;
 	}
 	if (++inst->poll_errors >= POLL_ERRORS_MAX)
-		instance_fail(inst, "poll", n);
+		nt_instance_fail(inst, "poll", n);
 }
 
 static struct nt_instance *instance_new(struct nt_daemon *d,
@@ -277,7 +283,7 @@ static int instance_init(struct nt_daemon *d, struct nt_instance *inst)
 	if (err) {
 		if (inst->config_failed)
 			return 2;
-		instance_fail(inst, "init", err);
+		nt_instance_fail(inst, "init", err);
 		return ic->required ? 1 : 0;
 	}
 	inst->inited = true;
@@ -297,10 +303,11 @@ static int instance_attach(struct nt_instance *inst)
 	int err = inst->lib.desc.attach(inst->state);
 	if (err) {
 		nt_instance_unwatch(inst);
-		instance_fail(inst, "attach", err);
+		nt_instance_fail(inst, "attach", err);
 		return inst->cfg->required ? 1 : 0;
 	}
 	set_state(inst, NT_ST_ATTACHED);
+	nt_sink_start(inst);
 	if (inst->log_level >= NT_LOG_DEBUG)
 		nt_log(NT_LOG_DEBUG, inst->prefix, "attached in %.1f ms (%s)",
 		       (double)(nt_mono_ns() - t0) / 1e6, inst->lib.path);
@@ -309,6 +316,7 @@ static int instance_attach(struct nt_instance *inst)
 
 static void instance_free(struct nt_instance *inst)
 {
+	nt_sink_free(inst);
 	nt_instance_unwatch(inst);
 	if (inst->inited)
 		inst->lib.desc.fini(inst->state);
@@ -380,9 +388,13 @@ static int attach_one(struct nt_daemon *d, struct nt_instance *inst)
 
 static int flush_one(struct nt_daemon *d, struct nt_instance *inst)
 {
-	/* Sinks that print the self-metrics at flush see final numbers. */
-	if (inst->lib.desc.kind == NT_KIND_SINK)
+	/* A sink's queue is emptied and its thread ended first: flush and
+	 * detach run on the loop thread. Sinks that print the self-metrics
+	 * at flush see final numbers. */
+	if (inst->lib.desc.kind == NT_KIND_SINK) {
+		nt_sink_stop(inst);
 		nt_daemon_sync_self_metrics(d);
+	}
 	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, flush))
 		inst->lib.desc.flush(inst->state);
 	return 0;
@@ -513,7 +525,7 @@ static void print_summary(struct nt_daemon *d)
 		fprintf(stderr, "  %-22s %-9s %-11s %12llu %12llu %10llu\n",
 			inst->name, nt_kind_name(inst->lib.desc.kind),
 			state_name(inst->st), (unsigned long long)inst->events_in,
-			(unsigned long long)inst->events_out,
+			(unsigned long long)nt_instance_events_out(inst),
 			(unsigned long long)__atomic_load_n(&inst->dropped,
 							    __ATOMIC_RELAXED));
 	}
@@ -615,13 +627,17 @@ bool nt_daemon_stop_now(struct nt_daemon *d)
 {
 	struct signalfd_siginfo si;
 
+	/* A sink's thread (sinks.h) only reads the flag: the signalfd and
+	 * the loop are the loop thread's. */
+	if (!nt_on_loop_thread(d))
+		return __atomic_load_n(&d->hurry, __ATOMIC_ACQUIRE);
 	while (d->stop_fd >= 0 &&
 	       read(d->stop_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (!d->hurry)
 			nt_log(NT_LOG_WARN, NULL,
 			       "signal %u while stopping: not waiting any longer",
 			       si.ssi_signo);
-		d->hurry = true;
+		__atomic_store_n(&d->hurry, true, __ATOMIC_RELEASE);
 		stop_loop(d); /* a signal during a reload stops the run after it */
 	}
 	return d->hurry;
@@ -633,7 +649,8 @@ static int signal_one(struct nt_daemon *d, struct nt_instance *inst)
 {
 	int signo = d->pending_signal;
 
-	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, on_signal))
+	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, on_signal) &&
+	    !nt_sink_post_signal(inst, signo))
 		inst->lib.desc.on_signal(inst->state, signo);
 	return 0;
 }
@@ -757,6 +774,9 @@ static int config_validate(const struct nt_daemon *d, const struct nt_config *cf
 	shadow->targets = d->targets; /* borrowed, read only */
 	shadow->core.d = shadow;
 	shadow->stop_fd = -1;
+	/* no loop: sinks get no queue or thread here (sinks.h), and init
+	 * runs on this thread, so every host function is allowed */
+	pthread_mutex_init(&shadow->outputs_lock, NULL);
 	nt_bus_init(&shadow->bus, deliver);
 	nt_registry_init(&shadow->reg);
 	register_self_metrics(shadow);
@@ -769,6 +789,7 @@ static int config_validate(const struct nt_daemon *d, const struct nt_config *cf
 	instances_free(shadow);
 	nt_bus_fini(&shadow->bus);
 	nt_registry_fini(&shadow->reg);
+	pthread_mutex_destroy(&shadow->outputs_lock);
 	free(shadow);
 	return status;
 }
@@ -913,6 +934,9 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 	d->stop_fd = -1;
 	d->start_mono_ns = nt_mono_ns();
 	d->wall_offset_ns = wall_offset();
+	d->loop_thread = pthread_self();
+	d->loop_thread_set = true;
+	pthread_mutex_init(&d->outputs_lock, NULL);
 	nt_bus_init(&d->bus, deliver);
 	nt_registry_init(&d->reg);
 	nt_symbolizer_init(&d->sym);
@@ -950,6 +974,8 @@ static void daemon_fini(struct nt_daemon *d)
 	nt_bus_fini(&d->bus);
 	nt_registry_fini(&d->reg);
 	nt_config_free(&d->cfg);
+	nt_sinks_fini(d);
+	pthread_mutex_destroy(&d->outputs_lock);
 	if (d->stop_fd >= 0)
 		close(d->stop_fd);
 	if (d->loop)
@@ -980,6 +1006,7 @@ static int daemon_prepare(struct nt_daemon *d)
 		nt_log(NT_LOG_ERROR, NULL, "cannot create the event loop");
 		return 1;
 	}
+	nt_sinks_init(d);
 	if (d->opt.check_only) {
 		/* init validates what a schema cannot (a listen address, a
 		 * device name); it loads no BPF, so it is safe here. */

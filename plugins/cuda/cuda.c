@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "cuda.bpf.skel.h"
@@ -1740,20 +1741,23 @@ static void cuda_detach(void *state)
 			sync_fns(c, 0);
 		}
 	}
+	struct nt_linkset links = {0};
 	for (size_t i = 0; i < c->nlibs; i++) {
-		nt_uprobes_release(&c->libs[i].fallback);
-		nt_uprobes_release(&c->libs[i].up);
+		nt_uprobes_move(&c->libs[i].fallback, &links);
+		nt_uprobes_move(&c->libs[i].up, &links);
 		free(c->libs[i].path);
 	}
+	for (int i = 0; i < 3; i++) {
+		nt_linkset_add(&links, c->tp_links[i]);
+		c->tp_links[i] = NULL;
+	}
+	/* one grace period for all of them, not one each (kit/links.h) */
+	nt_linkset_release(&links);
 	c->fallback_on = false;
 	c->n_driver_libs = 0;
 	free(c->libs);
 	c->libs = NULL;
 	c->nlibs = c->caplibs = 0;
-	for (int i = 0; i < 3; i++) {
-		bpf_link__destroy(c->tp_links[i]);
-		c->tp_links[i] = NULL;
-	}
 	ring_buffer__free(c->rb);
 	c->rb = NULL;
 	if (c->lslots)
