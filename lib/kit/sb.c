@@ -361,3 +361,53 @@ void nt_sb_printf(struct nt_sb *b, const char *fmt, ...)
 	}
 	b->len += (size_t)n;
 }
+
+/* ------------------------------------------------------------------ */
+/* The cursor API: room checked once per record                        */
+/* ------------------------------------------------------------------ */
+
+char *nt_sb_cursor(struct nt_sb *b, size_t worst)
+{
+	if (!nt_sb__room(b, worst))
+		return NULL;
+	return b->buf + b->len;
+}
+
+char *nt_fmt_u64(char *p, uint64_t v)
+{
+	char *end = p + u64_len(v);
+
+	u64_digits(v, end);
+	return end;
+}
+
+char *nt_fmt_i64(char *p, int64_t v)
+{
+	if (v >= 0)
+		return nt_fmt_u64(p, (uint64_t)v);
+	*p++ = '-';
+	return nt_fmt_u64(p, 0 - (uint64_t)v);
+}
+
+char *nt_fmt_hex(char *p, uint64_t v)
+{
+	unsigned n = 1;
+
+	for (uint64_t x = v >> 4; x; x >>= 4)
+		n++;
+	for (unsigned i = n; i > 0; i--, v >>= 4)
+		p[i - 1] = hex_digits[v & 0xf];
+	return p + n;
+}
+
+char *nt_fmt_json_str(char *p, const char *s, size_t n)
+{
+	const char *nul = memchr(s, '\0', n);
+
+	if (nul)
+		n = (size_t)(nul - s);
+	*p++ = '"';
+	p += json_write((const unsigned char *)s, n, p);
+	*p++ = '"';
+	return p;
+}
