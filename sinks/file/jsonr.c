@@ -10,21 +10,25 @@
 
 #include "jsonl.h"
 
-#define KEY_MAX 72 /* ,"name": of a field, escaped; longer names go slow */
+#define KEY_MAX 80 /* ,"name": of a field, escaped, and room to copy it in
+		    * 16-byte steps; longer names go the generic way */
+#define OVERSHOOT 16 /* those steps write up to this much past a key */
 
 struct jr_field {
 	uint16_t type, offset, size;
 	uint8_t key_len;
 	bool slow; /* a type rendered by jsonl.c (doubles, addresses, ...) */
-	char key[KEY_MAX];
+	char key[KEY_MAX]; /* zero after the key */
 	const struct nt_field *f;
 };
 
 struct jr_schema {
 	const struct nt_schema *schema;
 	size_t head_len;
-	char head[160];      /* ,"type":"NAME","pid": */
+	char head[160];      /* ,"type":"NAME","pid": (zero after) */
 	size_t worst_fixed;  /* the record's text at most, VSTR text aside */
+	uint32_t n_vstr;
+	uint16_t vstr[16];   /* the first VSTR fields, whose text adds to it */
 	uint32_t n_fields;
 	struct jr_field fields[];
 };
@@ -80,17 +84,18 @@ static struct jr_schema *compile(const struct nt_schema *schema)
 		return NULL;
 	js->schema = schema;
 	n = escaped(name, sizeof(name), schema->name);
-	if (!n)
+	if (!n || n + 24 + OVERSHOOT > sizeof(js->head))
 		goto slow_schema;
 	js->head_len = (size_t)snprintf(js->head, sizeof(js->head),
 					",\"type\":%.*s,\"pid\":", (int)n, name);
-	js->worst_fixed = 6 + 20 + js->head_len + 20 + 7 + 20 + 9 + 6 * 16 + 2 + 2;
+	js->worst_fixed = 6 + 20 + js->head_len + 20 + 7 + 20 + 9 + 6 * 16 + 2 + 2 +
+			  OVERSHOOT;
 	js->n_fields = schema->n_fields;
 	for (uint32_t i = 0; i < schema->n_fields; i++) {
 		const struct nt_field *f = &schema->fields[i];
 		struct jr_field *jf = &js->fields[i];
 
-		n = escaped(name, sizeof(name) - 2, f->name);
+		n = escaped(name, KEY_MAX - 2 - OVERSHOOT, f->name);
 		if (!n)
 			goto slow_schema;
 		jf->key[0] = ',';
@@ -103,6 +108,10 @@ static struct jr_schema *compile(const struct nt_schema *schema)
 		jf->slow = is_slow_type(f->type);
 		jf->f = f;
 		js->worst_fixed += jf->key_len + field_worst(jf);
+		if (f->type == NT_F_VSTR && js->n_vstr == NT_ARRAY_LEN(js->vstr))
+			goto slow_schema; /* more than we keep track of */
+		if (f->type == NT_F_VSTR)
+			js->vstr[js->n_vstr++] = (uint16_t)i;
 	}
 	return js;
 slow_schema:
@@ -136,6 +145,17 @@ static struct jr_schema *lookup(struct jr_cache *c, uint32_t type,
 	free(c->by_type[type]); /* another schema under this id: a reload */
 	c->by_type[type] = compile(schema);
 	return c->by_type[type];
+}
+
+/* Copies n bytes of text padded to a multiple of 16 (a key, the head) in
+ * 16-byte steps: a variable-length memcpy here compiled to `rep movs`, the
+ * slowest part of a record. Writes up to OVERSHOOT bytes past n, which
+ * the next piece overwrites (the room reserved covers it). */
+static inline char *put_padded(char *p, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i += 16)
+		memcpy(p + i, s + i, 16);
+	return p + n;
 }
 
 /* A type jsonl.c renders (doubles, addresses, errno names, raw bytes). */
@@ -215,11 +235,10 @@ static size_t worst_case(const struct jr_schema *js,
 {
 	size_t worst = js->worst_fixed;
 
-	for (uint32_t i = 0; i < js->n_fields; i++) {
-		const struct jr_field *jf = &js->fields[i];
+	for (uint32_t i = 0; i < js->n_vstr; i++) {
+		const struct jr_field *jf = &js->fields[js->vstr[i]];
 		uint32_t len;
-		if (jf->type == NT_F_VSTR &&
-		    (uint32_t)jf->offset + jf->size <= ev->size &&
+		if ((uint32_t)jf->offset + jf->size <= ev->size &&
 		    nt_event_vstr(ev, jf->f, &len))
 			worst += 6u * len;
 	}
@@ -256,7 +275,7 @@ bool jr_render(struct jr_cache *c, struct nt_sb *sb,
 		return false;
 	p = nt_fmt_put(p, "{\"ts\":", 6);
 	p = nt_fmt_u64(p, wall_ns);
-	p = nt_fmt_put(p, js->head, js->head_len);
+	p = put_padded(p, js->head, js->head_len);
 	p = nt_fmt_u64(p, ev->pid);
 	p = nt_fmt_put(p, ",\"tid\":", 7);
 	p = nt_fmt_u64(p, ev->tid);
@@ -266,7 +285,7 @@ bool jr_render(struct jr_cache *c, struct nt_sb *sb,
 		const struct jr_field *jf = &js->fields[i];
 		if ((uint32_t)jf->offset + jf->size > ev->size)
 			continue;
-		p = nt_fmt_put(p, jf->key, jf->key_len);
+		p = put_padded(p, jf->key, jf->key_len);
 		p = render_field(p, ev, jf);
 	}
 	p = nt_fmt_put(p, "}\n", 2);
