@@ -113,6 +113,7 @@ struct nt_daemon {
 	bool loop_thread_set;
 	ev_async sink_async;     /* sink threads ask the loop for something */
 	ev_prepare sink_prepare; /* commit the sinks' queues before blocking */
+	size_t sink_queue_bytes; /* each sink's queue (NTCORE_SINK_QUEUE_KB) */
 	ev_child child_watch;
 	ev_timer duration_timer, selfsync_timer, grace_timer;
 	ev_timer watchdog_timer; /* systemd WATCHDOG=1 (notify.h) */

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MIN_BYTES (64u << 10)
 #define HEAD_EVERY 64 /* entries consumed between two head publications */
 #define REWIND_AT (64u << 10) /* an empty ring restarts at its start past this */
 #define MAX_SIGNALS 8
+#define PREFETCH_AHEAD 512 /* bytes: about four records ahead */
 
 /* One entry of the ring: this header, then the record. `len` counts both,
  * rounded up to 16 bytes, so every entry (and the padding that skips the
@@ -50,6 +52,7 @@ struct nt_sinkq {
 	size_t high_water;          /* atomic */
 	uint64_t abandoned;         /* atomic: queued, never consumed (hurry) */
 	int abandon;                /* atomic: consume nothing more */
+	uint64_t first_ns, last_ns; /* the thread's first and last batch */
 	_Alignas(64) int sleeping;  /* atomic: the thread waits on cond */
 	int pending;                /* atomic: something was posted */
 
@@ -267,6 +270,11 @@ static size_t consume_until(struct nt_sinkq *q, size_t rd, size_t tail)
 	while (rd != tail) {
 		const struct qent *e = (const struct qent *)(q->ring + (rd & q->mask));
 
+		/* the producer wrote these on another CPU: ask for the lines a
+		 * few records ahead while this one is consumed */
+		__builtin_prefetch(q->ring + ((rd + PREFETCH_AHEAD) & q->mask));
+		__builtin_prefetch(q->ring + ((rd + PREFETCH_AHEAD + 64) & q->mask));
+
 		if (e->kind == QE_EVENT &&
 		    __atomic_load_n(&q->abandon, __ATOMIC_RELAXED)) {
 			__atomic_add_fetch(&q->abandoned, 1, __ATOMIC_RELAXED);
@@ -286,6 +294,13 @@ static size_t consume_until(struct nt_sinkq *q, size_t rd, size_t tail)
 	}
 	__atomic_store_n(&q->head, rd, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&q->delivered, n, __ATOMIC_RELAXED);
+	if (n) { /* once per batch: the window the sink consumed in */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		q->last_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (!q->first_ns)
+			q->first_ns = q->last_ns;
+	}
 	return rd;
 }
 
@@ -411,6 +426,18 @@ size_t nt_sinkq_used(const struct nt_sinkq *q)
 size_t nt_sinkq_high_water(const struct nt_sinkq *q)
 {
 	return __atomic_load_n(&q->high_water, __ATOMIC_RELAXED);
+}
+
+void nt_sinkq_window(const struct nt_sinkq *q, uint64_t *first_ns,
+		     uint64_t *last_ns)
+{
+	*first_ns = q->first_ns;
+	*last_ns = q->last_ns;
+}
+
+void nt_sinkq_prefault(struct nt_sinkq *q)
+{
+	memset(q->ring, 0, q->cap);
 }
 
 bool nt_sinkq_running(const struct nt_sinkq *q)

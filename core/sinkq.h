@@ -90,5 +90,12 @@ uint64_t nt_sinkq_dropped(const struct nt_sinkq *q);
 size_t nt_sinkq_used(const struct nt_sinkq *q);
 size_t nt_sinkq_high_water(const struct nt_sinkq *q);
 bool nt_sinkq_running(const struct nt_sinkq *q);
+/* CLOCK_MONOTONIC ns at the end of the thread's first and last batch of
+ * events (0 before any); read once the thread ended. */
+void nt_sinkq_window(const struct nt_sinkq *q, uint64_t *first_ns,
+		     uint64_t *last_ns);
+/* Touch every page of the ring now (a benchmark's queue: no page faults
+ * while it is timed). */
+void nt_sinkq_prefault(struct nt_sinkq *q);
 
 #endif

@@ -3,6 +3,7 @@
 #include "sinks.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host.h"
@@ -85,8 +86,29 @@ static void on_loop_prepare(struct ev_loop *loop, ev_prepare *p, int revents)
 	nt_sinks_commit(p->data);
 }
 
+/* NTCORE_SINK_QUEUE_KB: every sink's queue size (64 KiB .. 4 GiB), its
+ * pages touched up front; for benchmarks, until a per-instance key exists. */
+static size_t queue_bytes(void)
+{
+	const char *env = getenv("NTCORE_SINK_QUEUE_KB");
+	char *end;
+	unsigned long long kb;
+
+	if (!env || !*env)
+		return NT_SINKQ_DEFAULT_BYTES;
+	kb = strtoull(env, &end, 10);
+	if (*end || kb < 64 || kb > (4ull << 20)) {
+		nt_log(NT_LOG_WARN, NULL,
+		       "NTCORE_SINK_QUEUE_KB=%s: not a size in KiB from 64 to 4194304; using %u",
+		       env, NT_SINKQ_DEFAULT_BYTES >> 10);
+		return NT_SINKQ_DEFAULT_BYTES;
+	}
+	return (size_t)kb << 10;
+}
+
 void nt_sinks_init(struct nt_daemon *d)
 {
+	d->sink_queue_bytes = queue_bytes();
 	ev_async_init(&d->sink_async, on_sink_async);
 	d->sink_async.data = d;
 	ev_async_start(d->loop, &d->sink_async);
@@ -109,8 +131,11 @@ void nt_sink_start(struct nt_instance *inst)
 
 	if (inst->lib.desc.kind != NT_KIND_SINK || !inst->d->loop)
 		return;
-	if (!inst->q)
-		inst->q = nt_sinkq_new(&sink_ops, inst, NT_SINKQ_DEFAULT_BYTES);
+	if (!inst->q) {
+		inst->q = nt_sinkq_new(&sink_ops, inst, inst->d->sink_queue_bytes);
+		if (inst->q && inst->d->sink_queue_bytes != NT_SINKQ_DEFAULT_BYTES)
+			nt_sinkq_prefault(inst->q); /* a size set for a benchmark */
+	}
 	if (!inst->q) {
 		nt_daemon_log(inst->d, NT_LOG_WARN, inst->prefix,
 			      "no memory for its queue: served on the loop thread");
@@ -136,6 +161,15 @@ void nt_sink_stop(struct nt_instance *inst)
 		return;
 	nt_sinkq_stop_unless(inst->q, sink_hurry, inst->d);
 	nt_sink_sync(inst);
+	if (inst->log_level >= NT_LOG_DEBUG) {
+		uint64_t first, last;
+		nt_sinkq_window(inst->q, &first, &last);
+		nt_log(NT_LOG_DEBUG, inst->prefix,
+		       "its thread consumed %llu events from %llu to %llu ns (CLOCK_MONOTONIC); at most %zu KiB queued",
+		       (unsigned long long)nt_sinkq_delivered(inst->q),
+		       (unsigned long long)first, (unsigned long long)last,
+		       nt_sinkq_high_water(inst->q) >> 10);
+	}
 }
 
 void nt_sink_free(struct nt_instance *inst)
