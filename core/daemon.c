@@ -472,11 +472,11 @@ static int instances_start(struct nt_daemon *d)
 	return 0;
 }
 
-/* Read what the probes still hold (and the core's exit ring), then flush
- * probes (their final reports go on the bus), detectors, sinks. */
-static void instances_drain(struct nt_daemon *d)
+/* Read what the probes hold (and the core's exit ring) until nothing is
+ * left or `rounds` rounds were made. */
+static void drain_rings(struct nt_daemon *d, int rounds)
 {
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < rounds; round++) {
 		int handled = 0;
 		for (size_t i = 0; i < d->n_insts; i++)
 			if (d->insts[i]->lib.desc.kind == NT_KIND_PROBE)
@@ -485,12 +485,64 @@ static void instances_drain(struct nt_daemon *d)
 		if (handled <= 0)
 			break;
 	}
-	for_each_in_flow(d, false, flush_one);
 }
 
+static void *quiesce_main(void *arg)
+{
+	struct nt_instance *inst = arg;
+	uint64_t t0 = nt_mono_ns();
+
+	inst->lib.desc.quiesce(inst->state);
+	if (inst->log_level >= NT_LOG_DEBUG) /* log is safe from any thread */
+		nt_daemon_log(inst->d, NT_LOG_DEBUG, inst->prefix,
+			      "stopped producing in %.1f ms",
+			      (double)(nt_mono_ns() - t0) / 1e6);
+	return NULL;
+}
+
+/* Every probe that has the op stops producing, all at once: each releases
+ * its BPF links on a thread of its own, so that the kernel's grace-period
+ * waits overlap (one after the other they took half a second). */
+static void probes_quiesce(struct nt_daemon *d)
+{
+	pthread_t *tids = calloc(d->n_insts ? d->n_insts : 1, sizeof(*tids));
+	bool *started = calloc(d->n_insts ? d->n_insts : 1, sizeof(*started));
+	uint64_t t0 = nt_mono_ns();
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->n_insts; i++) {
+		struct nt_instance *inst = d->insts[i];
+		if (inst->lib.desc.kind != NT_KIND_PROBE || inst->st != NT_ST_ATTACHED ||
+		    !NT_DESC_HAS(&inst->lib.desc, quiesce))
+			continue;
+		n++;
+		if (!tids || !started ||
+		    pthread_create(&tids[i], NULL, quiesce_main, inst) != 0)
+			quiesce_main(inst); /* no thread: here, one at a time */
+		else
+			started[i] = true;
+	}
+	for (size_t i = 0; tids && started && i < d->n_insts; i++)
+		if (started[i])
+			pthread_join(tids[i], NULL);
+	free(tids);
+	free(started);
+	if (n && d->opt.verbose)
+		nt_log(NT_LOG_DEBUG, NULL, "%zu probes stopped producing in %.1f ms", n,
+		       (double)(nt_mono_ns() - t0) / 1e6);
+}
+
+/* Shutdown and reload: read the rings, stop the producers, read what they
+ * wrote meanwhile until the rings are empty (an event produced before the
+ * stop is delivered, or counted where it was dropped), then flush probes
+ * (their final reports go on the bus), detectors, sinks (each sink's queue
+ * emptied first), and detach in the same order. */
 static void instances_stop(struct nt_daemon *d)
 {
-	instances_drain(d);
+	drain_rings(d, 4);
+	probes_quiesce(d);
+	drain_rings(d, 64);
+	for_each_in_flow(d, false, flush_one);
 	for_each_in_flow(d, false, detach_one);
 }
 

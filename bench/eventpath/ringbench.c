@@ -8,7 +8,7 @@
  * alone). The ring is read as every probe reads its ring (ring_buffer__
  * consume on the ring's epoll fd, host->publish per record). Once every
  * record is read or counted as dropped it stops the daemon (SIGTERM to
- * itself) when `stop_when_done`, and at flush writes `report`:
+ * itself) when `stop_when_done`, and at fini writes `report`:
  * produced, read, bpf_dropped, read_start_ns, read_end_ns (CLOCK_MONOTONIC).
  */
 #include <errno.h>
@@ -32,6 +32,7 @@ struct rb_cfg {
 	int64_t count;
 	int64_t burst;
 	int64_t ring_mb;
+	int64_t pause_us;
 	bool prefill;
 	bool stop_when_done;
 	const char *report;
@@ -41,6 +42,7 @@ static const struct nt_cfg_key rb_keys[] = {
 	NT_KEY_INT(struct rb_cfg, count, 1000000, 1, 1000000000, "records to write"),
 	NT_KEY_INT(struct rb_cfg, burst, 65536, 1, 8000000, "records per BPF run"),
 	NT_KEY_INT(struct rb_cfg, ring_mb, 64, 1, 4096, "ring size (MiB, rounded up to a power of 2)"),
+	NT_KEY_INT(struct rb_cfg, pause_us, 0, 0, 1000000, "sleep between two runs (pacing)"),
 	NT_KEY_BOOL(struct rb_cfg, prefill, false, "write every record before the loop reads"),
 	NT_KEY_BOOL(struct rb_cfg, stop_when_done, true, "SIGTERM the daemon once all is read"),
 	NT_KEY_STR(struct rb_cfg, report, "", "file for the final numbers"),
@@ -74,6 +76,7 @@ struct rb {
 	pthread_t producer;
 	bool producing;
 	uint64_t produced;          /* atomic: records asked of the BPF program */
+	bool stop;                  /* atomic: quiesce asked the producer to end */
 	uint64_t read, drops_reported;
 	uint64_t read_start_ns, read_end_ns;
 	bool done;
@@ -100,7 +103,8 @@ static int produce_all(struct rb *b)
 {
 	uint64_t total = (uint64_t)b->cfg->count;
 
-	while (__atomic_load_n(&b->produced, __ATOMIC_RELAXED) < total) {
+	while (__atomic_load_n(&b->produced, __ATOMIC_RELAXED) < total &&
+	       !__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t first = b->produced;
 		uint64_t n = total - first < (uint64_t)b->cfg->burst
 				     ? total - first : (uint64_t)b->cfg->burst;
@@ -108,6 +112,11 @@ static int produce_all(struct rb *b)
 		if (err)
 			return err;
 		__atomic_store_n(&b->produced, first + n, __ATOMIC_RELEASE);
+		if (b->cfg->pause_us) {
+			struct timespec d = {b->cfg->pause_us / 1000000,
+					     (b->cfg->pause_us % 1000000) * 1000};
+			nanosleep(&d, NULL);
+		}
 	}
 	return 0;
 }
@@ -205,8 +214,8 @@ static int rb_poll(void *state, uint32_t token, uint32_t budget)
 	n = ring_buffer__consume(b->rb);
 	if (n < 0)
 		return n;
-	if (!b->done && __atomic_load_n(&b->produced, __ATOMIC_ACQUIRE) ==
-				(uint64_t)b->cfg->count &&
+	if (!b->done &&
+	    __atomic_load_n(&b->produced, __ATOMIC_ACQUIRE) == (uint64_t)b->cfg->count &&
 	    b->read + bpf_drops(b) == (uint64_t)b->cfg->count) {
 		b->done = true;
 		b->read_end_ns = mono_ns();
@@ -219,39 +228,53 @@ static int rb_poll(void *state, uint32_t token, uint32_t budget)
 static void rb_flush(void *state)
 {
 	struct rb *b = state;
-	FILE *f;
 
-	if (!b->skel)
-		return;
-	nt_bpf_report_drops(b->host, b->inst, bpf_map__fd(b->skel->maps.nt_drops),
-			    &b->drops_reported);
-	if (!*b->cfg->report || !(f = fopen(b->cfg->report, "w")))
-		return;
-	fprintf(f, "produced=%llu read=%llu bpf_dropped=%llu read_start_ns=%llu read_end_ns=%llu\n",
-		(unsigned long long)b->produced, (unsigned long long)b->read,
-		(unsigned long long)b->drops_reported,
-		(unsigned long long)b->read_start_ns, (unsigned long long)b->read_end_ns);
-	fclose(f);
+	if (b->skel)
+		nt_bpf_report_drops(b->host, b->inst,
+				    bpf_map__fd(b->skel->maps.nt_drops),
+				    &b->drops_reported);
+}
+
+/* Stop producing (ABI 1.6): the producer thread ends after its current
+ * run; what it wrote stays in the ring for the core's last read. */
+static void rb_quiesce(void *state)
+{
+	struct rb *b = state;
+
+	__atomic_store_n(&b->stop, true, __ATOMIC_RELEASE);
+	if (b->producing) {
+		pthread_join(b->producer, NULL);
+		b->producing = false;
+	}
 }
 
 static void rb_detach(void *state)
 {
 	struct rb *b = state;
 
-	if (b->producing) {
-		__atomic_store_n(&b->produced, (uint64_t)b->cfg->count, __ATOMIC_RELAXED);
-		pthread_join(b->producer, NULL);
-		b->producing = false;
-	}
+	rb_quiesce(b); /* a core without quiesce: here, after its last read */
+	rb_flush(b);
 	ring_buffer__free(b->rb);
 	b->rb = NULL;
 	ringbench_bpf__destroy(b->skel);
 	b->skel = NULL;
 }
 
+/* The final numbers, once nothing runs any more. */
 static void rb_fini(void *state)
 {
-	free(state);
+	struct rb *b = state;
+	FILE *f;
+
+	if (*b->cfg->report && (f = fopen(b->cfg->report, "w"))) {
+		fprintf(f, "produced=%llu read=%llu bpf_dropped=%llu read_start_ns=%llu read_end_ns=%llu\n",
+			(unsigned long long)b->produced, (unsigned long long)b->read,
+			(unsigned long long)b->drops_reported,
+			(unsigned long long)b->read_start_ns,
+			(unsigned long long)b->read_end_ns);
+		fclose(f);
+	}
+	free(b);
 }
 
 NT_PLUGIN_EXPORT = {
@@ -265,4 +288,5 @@ NT_PLUGIN_EXPORT = {
 	.config_size = sizeof(struct rb_cfg),
 	.init = rb_init, .attach = rb_attach, .poll = rb_poll,
 	.detach = rb_detach, .fini = rb_fini, .flush = rb_flush,
+	.quiesce = rb_quiesce,
 };

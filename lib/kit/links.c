@@ -112,6 +112,19 @@ int nt_linkset_add_fd(struct nt_linkset *ls, int fd)
 	return 0;
 }
 
+void nt_linkset_take_skeleton(struct nt_linkset *ls,
+			      struct bpf_object_skeleton *s)
+{
+	for (int i = 0; s && i < s->prog_cnt; i++) {
+		struct bpf_prog_skeleton *ps = (struct bpf_prog_skeleton *)
+			((char *)s->progs + (size_t)i * (size_t)s->prog_skel_sz);
+		if (ps->link && *ps->link) {
+			nt_linkset_add(ls, *ps->link);
+			*ps->link = NULL;
+		}
+	}
+}
+
 void nt_linkset_release(struct nt_linkset *ls)
 {
 	nt_links_release_parallel(ls->links, ls->n_links, ls->fds, ls->n_fds);

@@ -1771,6 +1771,25 @@ static void cuda_detach(void *state)
 	c->attached = false;
 }
 
+/* Stop producing (ABI 1.6): every uprobe and the library-discovery
+ * tracepoints go, all at once; the ring and maps stay for the core's last
+ * read. A target held at a library's load (stop_on_load) is let go. */
+static void cuda_quiesce(void *state)
+{
+	struct cuda *c = state;
+	struct nt_linkset links = {0};
+
+	for (size_t i = 0; i < c->nlibs; i++) {
+		nt_uprobes_move(&c->libs[i].fallback, &links);
+		nt_uprobes_move(&c->libs[i].up, &links);
+	}
+	for (int i = 0; i < 3; i++) {
+		nt_linkset_add(&links, c->tp_links[i]);
+		c->tp_links[i] = NULL;
+	}
+	nt_linkset_release(&links);
+}
+
 static void cuda_fini(void *state)
 {
 	struct cuda *c = state;
@@ -1799,6 +1818,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = cuda_attach,
 	.poll = cuda_poll,
 	.detach = cuda_detach,
+	.quiesce = cuda_quiesce,
 	.fini = cuda_fini,
 	.consume = cuda_consume,
 	.flush = cuda_flush,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/kit/cfg.h"
 #include "nvl.h"
 #include "nvlink.h"
@@ -309,6 +310,23 @@ static void nvl_detach(void *state)
 	nvl_comms_free(&s->comms);
 }
 
+/* Stop producing (ABI 1.6): the NCCL uprobes and the kernel tracepoints
+ * go, all at once; the ring stays for the core's last read (NVML is polled,
+ * not probed: it stops at detach). */
+static void nvl_quiesce(void *state)
+{
+	struct nvl *s = state;
+	struct nt_linkset ls = {0};
+
+	for (size_t i = 0; i < s->nlibs; i++)
+		nt_uprobes_move(&s->libs[i].up, &ls);
+	for (size_t i = 0; i < s->ntp; i++) {
+		nt_linkset_add(&ls, s->tp[i]);
+		s->tp[i] = NULL;
+	}
+	nt_linkset_release(&ls);
+}
+
 static void nvl_fini(void *state)
 {
 	struct nvl *s = state;
@@ -332,6 +350,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = nvl_attach,
 	.poll = nvl_poll,
 	.detach = nvl_detach,
+	.quiesce = nvl_quiesce,
 	.fini = nvl_fini,
 	.consume = nvl_consume,
 	.flush = nvl_flush,

@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "python.bpf.skel.h"
@@ -2248,6 +2249,34 @@ static void py_detach(void *state)
 	st->skel = NULL;
 }
 
+/* Stop producing (ABI 1.6): the samplers, the USDT probes and the
+ * tracepoints go, all at once; the ring and maps stay for the core's last
+ * read (the perf event fds are closed at detach). */
+static void py_quiesce(void *state)
+{
+	struct py_plugin *st = state;
+	struct nt_linkset ls = {0};
+	uint32_t it = 0;
+	uint64_t k;
+	void *v;
+
+	while (py_map_next(&st->procs, &it, &k, &v)) {
+		struct pyp *p = v;
+		nt_linkset_add(&ls, p->l_entry);
+		nt_linkset_add(&ls, p->l_return);
+		nt_linkset_add(&ls, p->l_exc);
+		p->l_entry = p->l_return = p->l_exc = NULL;
+	}
+	for (int i = 0; st->perf_links && i < st->n_cpus; i++) {
+		nt_linkset_add(&ls, st->perf_links[i]);
+		st->perf_links[i] = NULL;
+	}
+	nt_linkset_add(&ls, st->l_switch);
+	nt_linkset_add(&ls, st->l_exec);
+	st->l_switch = st->l_exec = NULL;
+	nt_linkset_release(&ls);
+}
+
 static int open_perf(struct py_plugin *st)
 {
 	struct perf_event_attr attr;
@@ -2455,6 +2484,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = py_attach,
 	.poll = py_poll,
 	.detach = py_detach,
+	.quiesce = py_quiesce,
 	.fini = py_fini,
 	.consume = py_consume,
 	.flush = py_flush,

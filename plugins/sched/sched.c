@@ -25,6 +25,7 @@
 #include <linux/bpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "sched.bpf.skel.h"
@@ -1173,6 +1174,16 @@ static void sched_detach(void *state)
 	st->skel = NULL;
 }
 
+/* Stop producing (ABI 1.6): the links go, all at once (kit/links.h); the
+ * ring stays for the core's last read. */
+static void sched_quiesce(void *state)
+{
+	struct sched_state *st = state;
+
+	nt_links_release_parallel(st->links, NPROG, NULL, 0);
+	memset(st->links, 0, sizeof(st->links));
+}
+
 static void sched_fini(void *state)
 {
 	struct sched_state *st = state;
@@ -1201,6 +1212,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = sched_attach,
 	.poll = sched_poll,
 	.detach = sched_detach,
+	.quiesce = sched_quiesce,
 	.fini = sched_fini,
 	.flush = sched_flush,
 };

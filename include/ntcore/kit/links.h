@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 struct bpf_link;
+struct bpf_object_skeleton;
 
 struct nt_linkset {
 	struct bpf_link **links;
@@ -35,6 +36,11 @@ struct nt_linkset {
 /* 0, or -ENOMEM (the link is then destroyed at once, never leaked). */
 int nt_linkset_add(struct nt_linkset *ls, struct bpf_link *link);
 int nt_linkset_add_fd(struct nt_linkset *ls, int fd);
+/* Take the links a skeleton's attach made (skel->links.*): they move to
+ * the set and the skeleton's slots become NULL, so that its destroy does
+ * not destroy them again. Pass skel->skeleton. */
+void nt_linkset_take_skeleton(struct nt_linkset *ls,
+			      struct bpf_object_skeleton *s);
 /* Destroy every link and close every fd, from up to `NT_LINKSET_THREADS`
  * threads at once (inline where a thread cannot be started). */
 void nt_linkset_release(struct nt_linkset *ls);
