@@ -63,6 +63,15 @@ struct {
 	__type(value, __u64);
 } map_full SEC(".maps");
 
+/* Run-queue samples of processes past max_processes, added to the "other"
+ * histogram (key 0, inserted by user space at load): folded, not lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} hist_folded SEC(".maps");
+
 static const struct sched_hist zero_hist;
 
 /* Kernels before 5.14 call it `state`. */
@@ -135,16 +144,23 @@ static __always_inline void hist_add(__u32 tgid, __u64 wait)
 	__u32 slot;
 
 	if (!h) {
-		if (bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST) &&
-		    key) {
-			/* Full: count it under key 0 ("other"). */
-			count_full();
+		long err = bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
+
+		if (err && err != -17 /* EEXIST: raced with another CPU */ && key) {
+			/* Full: the sample goes to "other" (key 0), which
+			 * always exists; folded, nothing lost. */
+			__u32 zero = 0;
+			__u64 *n = bpf_map_lookup_elem(&hist_folded, &zero);
+
+			if (n)
+				__sync_fetch_and_add(n, 1);
 			key = 0;
-			bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
 		}
 		h = bpf_map_lookup_elem(&hists, &key);
-		if (!h)
+		if (!h) { /* "other" missing: this one is lost */
+			count_full();
 			return;
+		}
 	}
 	slot = sched_hist_slot(wait);
 	if (slot < SCHED_HIST_SLOTS)
