@@ -36,6 +36,7 @@ static struct {
 	pthread_mutex_t lock;
 	struct btf *btf;     /* the shared parse, NULL before */
 	bool tried;          /* parsed (or found missing) once */
+	bool pinned;         /* handed to a plugin (host->vmlinux_btf): kept */
 	int err;             /* errno of a failed parse */
 	struct nt_btfshare_stats stats;
 } shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -94,12 +95,34 @@ void btf__free(struct btf *btf)
 		real_free()(btf);
 }
 
+void nt_btfshare_pin(void)
+{
+	pthread_mutex_lock(&shared.lock);
+	shared.pinned = true;
+	pthread_mutex_unlock(&shared.lock);
+}
+
+bool nt_btfshare_release_unpinned(void)
+{
+	pthread_mutex_lock(&shared.lock);
+	struct btf *btf = shared.pinned ? NULL : shared.btf;
+	if (btf) {
+		shared.btf = NULL;
+		shared.tried = false;
+	}
+	pthread_mutex_unlock(&shared.lock);
+	if (btf && real_free())
+		real_free()(btf);
+	return btf != NULL;
+}
+
 void nt_btfshare_release(void)
 {
 	pthread_mutex_lock(&shared.lock);
 	struct btf *btf = shared.btf;
 	shared.btf = NULL;
 	shared.tried = false;
+	shared.pinned = false;
 	pthread_mutex_unlock(&shared.lock);
 	if (btf && real_free())
 		real_free()(btf);

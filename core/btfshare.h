@@ -19,6 +19,11 @@ struct nt_btfshare_stats {
 
 /* Free the shared parse (daemon exit); a later call parses again. */
 void nt_btfshare_release(void);
+/* A plugin holds the parse (host->vmlinux_btf: valid until exit). */
+void nt_btfshare_pin(void);
+/* Once every BPF object is loaded: free the parse (~5 MB) unless a plugin
+ * holds it; a later load parses again. True when it was freed. */
+bool nt_btfshare_release_unpinned(void);
 struct nt_btfshare_stats nt_btfshare_stats(void);
 
 #endif

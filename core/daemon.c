@@ -2,6 +2,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -435,6 +436,23 @@ static size_t count_probes(const struct nt_daemon *d, bool attached_only)
 	return n;
 }
 
+/* What start-up needed and the run does not: the kernel BTF (unless a
+ * plugin holds it), and the heap glibc keeps after freeing it and libbpf's
+ * other load-time allocations (5 MB of freed heap stayed resident). */
+static void release_startup_memory(struct nt_daemon *d)
+{
+	struct nt_btfshare_stats bs = nt_btfshare_stats();
+	bool freed = nt_btfshare_release_unpinned();
+
+	malloc_trim(0);
+	if (d->opt.verbose && bs.parses)
+		nt_log(NT_LOG_DEBUG, NULL,
+		       "kernel BTF parsed %llu time(s) (%.1f ms), shared by %llu loads; %s",
+		       (unsigned long long)bs.parses, (double)bs.parse_ns / 1e6,
+		       (unsigned long long)bs.calls,
+		       freed ? "freed now" : "kept for a plugin");
+}
+
 /* Init every instance, then attach sinks, detectors, probes; returns 0, 1
  * (a required plugin failed, nothing could attach) or 2 (config error).
  * Without the privileges to trace, every plugin's errors are held: if no
@@ -457,11 +475,7 @@ static int instances_start(struct nt_daemon *d)
 	if (!d->can_trace && live_probes < probes)
 		nt_log(NT_LOG_WARN, NULL, "%zu of %zu probes could not attach: tracing needs %s",
 		       probes - live_probes, probes, d->privs_need);
-	struct nt_btfshare_stats bs = nt_btfshare_stats();
-	if (d->opt.verbose && bs.parses)
-		nt_log(NT_LOG_DEBUG, NULL, "kernel BTF parsed %llu time(s) (%.1f ms), shared by %llu loads",
-		       (unsigned long long)bs.parses, (double)bs.parse_ns / 1e6,
-		       (unsigned long long)bs.calls);
+	release_startup_memory(d);
 	size_t live = 0;
 	for (size_t i = 0; i < d->n_insts; i++)
 		live += d->insts[i]->st == NT_ST_ATTACHED;
@@ -749,11 +763,23 @@ static void on_duration(struct ev_loop *loop, ev_timer *w, int revents)
 	stop_loop(w->data);
 }
 
+#define TRIM_EVERY 10 /* selfsync ticks (s) between two malloc_trim */
+
 static void on_selfsync(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct nt_daemon *d = w->data;
+
 	(void)loop;
 	(void)revents;
-	nt_daemon_sync_self_metrics(w->data);
+	nt_daemon_sync_self_metrics(d);
+	/* Freed heap goes back to the kernel: glibc keeps what fragments the
+	 * heap (symbol tables of processes that left, a burst's buffers),
+	 * 6 MB after a minute of training.conf. A trim walks the free lists:
+	 * well under a millisecond for a heap this size. */
+	if (++d->trim_ticks >= TRIM_EVERY) {
+		d->trim_ticks = 0;
+		malloc_trim(0);
+	}
 }
 
 static void on_exits(struct ev_loop *loop, ev_io *w, int revents)

@@ -91,6 +91,7 @@ struct nt_daemon {
 	bool vmlinux_btf_tried;  /* parsed, or found missing, once per run */
 	uint32_t exit_type, exec_type;
 	uint64_t bus_drops_synced;
+	uint32_t trim_ticks; /* selfsync ticks since the last malloc_trim */
 	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build;
 	pid_t child;
 	int child_gate;

@@ -282,6 +282,8 @@ static const struct btf *host_vmlinux_btf(struct nt_instance *inst)
 	if (!d->vmlinux_btf_tried) {
 		d->vmlinux_btf_tried = true;
 		d->vmlinux_btf = btf__load_vmlinux_btf();
+		if (d->vmlinux_btf)
+			nt_btfshare_pin(); /* valid until exit, as the ABI says */
 		if (!d->vmlinux_btf)
 			host_log(inst, NT_LOG_DEBUG,
 				 "no kernel BTF (/sys/kernel/btf/vmlinux): %s",

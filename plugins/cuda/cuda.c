@@ -107,8 +107,8 @@ static const struct nt_cfg_key cuda_config[] = {
 	  .desc = "extra CUDA runtime/driver files (or glob patterns) to probe from the start" },
 	KEY(interval_ms, NT_CFG_INT, "1000", 50, 3600000,
 	    "how often launch counts and function-table statistics are copied into the metrics (ms)"),
-	KEY(ringbuf_kb, NT_CFG_INT, "8192", 64, 1048576,
-	    "BPF ring buffer size in KiB (a power of two)"),
+	KEY(ringbuf_kb, NT_CFG_INT, "0", 0, 1048576,
+	    "BPF ring buffer size in KiB (a power of two); 0: 8192 with launch_events, else 2048 (the ring is mapped into ntcore: it counts in its RSS)"),
 	KEY(report, NT_CFG_BOOL, "true", 1, 0,
 	    "publish a cuda.report text summary when a traced process exits"),
 	KEY(max_series, NT_CFG_INT, "10000", 16, 1000000,
@@ -1382,9 +1382,10 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	const struct cuda_cfg *cfg = config;
 	struct cuda *c;
 
-	if (cfg->ringbuf_kb & (cfg->ringbuf_kb - 1))
+	if ((cfg->ringbuf_kb & (cfg->ringbuf_kb - 1)) ||
+	    (cfg->ringbuf_kb && cfg->ringbuf_kb < 64))
 		return host->config_error(inst, "ringbuf_kb",
-					  "must be a power of two, not %" PRId64,
+					  "must be 0 or a power of two from 64, not %" PRId64,
 					  cfg->ringbuf_kb);
 	if (cfg->functions.n > NT_CUDA_FN_MAX)
 		return host->config_error(inst, "functions",
@@ -1542,7 +1543,11 @@ static int reopen(struct cuda *c, struct cuda_bpf **out)
 	for (size_t i = 0; i < c->nfns; i++)
 		s->rodata->fn_threshold_ns[i] = c->fns[i].threshold_ns;
 	set_lib_prefixes(c);
-	bpf_map__set_max_entries(s->maps.events, (uint32_t)cfg->ringbuf_kb * 1024);
+	/* a launch event per launch needs room for bursts; without them the
+	 * ring carries calls and first launches only */
+	bpf_map__set_max_entries(s->maps.events,
+				 (uint32_t)(cfg->ringbuf_kb ? cfg->ringbuf_kb
+							    : cfg->launch_events ? 8192 : 2048) * 1024);
 	err = nt_bpf_use_targets(c->host, c->inst, s->maps.nt_targets,
 				 &s->rodata->nt_filter_on);
 	if (err)

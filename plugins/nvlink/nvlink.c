@@ -47,8 +47,8 @@ static const struct nt_cfg_key nvl_config[] = {
 		   "a dma_fence wait at least this long is published as dma_fence.wait (us)"),
 	NT_KEY_BOOL(S, xid_tracepoint, true,
 		    "the nvidia:nvidia_dev_xid tracepoint, where the NVIDIA module has it"),
-	NT_KEY_INT(S, ringbuf_kb, 4096, 4, 1048576,
-		   "BPF ring buffer size in KiB (a power of two; 128 bytes per NCCL call)"),
+	NT_KEY_INT(S, ringbuf_kb, 1024, 4, 1048576,
+		   "BPF ring buffer size in KiB (a power of two; 128 bytes per NCCL call; mapped into ntcore: it counts in its RSS)"),
 	NT_KEY_INT(S, max_series, 10000, 16, 1000000, "label sets kept per metric family"),
 };
 #undef S
