@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -598,6 +599,12 @@ static void print_summary(struct nt_daemon *d)
 	fprintf(stderr, "  %-22s %-9s %-11s %12llu %12s %10llu\n", "core", "bus",
 		"-", (unsigned long long)d->core.events_in, "-",
 		(unsigned long long)d->core.dropped);
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0) /* every thread of ntcore, no child */
+		fprintf(stderr, "  ntcore's own CPU time: %.3f s user, %.3f s system; peak RSS %ld MB\n",
+			(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+			(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
+			ru.ru_maxrss / 1024);
 	if (d->child > 0 && d->child_exited) {
 		if (WIFEXITED(d->child_status))
 			fprintf(stderr, "  target pid %d exited with status %d\n",

@@ -1548,6 +1548,8 @@ static int reopen(struct cuda *c, struct cuda_bpf **out)
 	bpf_map__set_max_entries(s->maps.events,
 				 (uint32_t)(cfg->ringbuf_kb ? cfg->ringbuf_kb
 							    : cfg->launch_events ? 8192 : 2048) * 1024);
+	/* a 32nd of the ring: a wake-up per few hundred launch records */
+	s->rodata->launch_wake_bytes = (uint64_t)bpf_map__max_entries(s->maps.events) / 32;
 	err = nt_bpf_use_targets(c->host, c->inst, s->maps.nt_targets,
 				 &s->rodata->nt_filter_on);
 	if (err)
@@ -1668,6 +1670,10 @@ static int cuda_attach(void *state)
 		}
 	}
 	err = c->host->add_timer(c->inst, (uint64_t)cfg->interval_ms, TOK_TICK);
+	/* launch records wake the loop in batches: read them at least every
+	 * 100 ms when few come */
+	if (!err && cfg->launch_events)
+		err = c->host->add_timer(c->inst, 100, TOK_RING);
 	if (err)
 		goto fail;
 	c->attached = true;
