@@ -76,11 +76,72 @@ static const struct nt_cfg_key cuda_config[] = {
 /* Ops                                                                 */
 /* ------------------------------------------------------------------ */
 
+/* The function table: one entry per (library, symbol) of the config. */
+static int fn_table_build(struct cuda *c)
+{
+	const struct cuda_cfg *cfg = c->cfg;
+
+	for (uint32_t i = 0; i < cfg->functions.n; i++) {
+		const struct fn_cfg *f = (const struct fn_cfg *)cfg->functions.items + i;
+
+		if (!f->symbols.n)
+			return c->host->config_error(c->inst, "functions",
+						     "entry %u (%s) lists no symbols",
+						     i + 1, f->library);
+		for (uint32_t k = 0; k < f->symbols.n; k++) {
+			struct fn_entry *n;
+
+			if (c->nfns >= NT_CUDA_FN_MAX)
+				return c->host->config_error(
+					c->inst, "functions",
+					"more than %d symbols in all", NT_CUDA_FN_MAX);
+			n = realloc(c->fns, (c->nfns + 1) * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			c->fns = n;
+			c->fns[c->nfns].library = (char *)f->library;
+			c->fns[c->nfns].symbol = (char *)f->symbols.v[k];
+			c->fns[c->nfns].threshold_ns =
+				(uint64_t)(f->threshold_ms * 1e6);
+			c->nfns++;
+		}
+	}
+	return 0;
+}
+
+/* The schemas of the published records and the metric families. */
+static int register_outputs(struct cuda *c)
+{
+	const struct nt_host *host = c->host;
+
+	for (int i = 0; i < NT_CUDA_EVT_N; i++) {
+		c->types[i] = host->register_schema(c->inst, &cuda_schemas[i]);
+		if (c->types[i] < 0) {
+			host->log(c->inst, NT_LOG_ERROR, "cannot register %s: %d",
+				  cuda_schemas[i].name, c->types[i]);
+			return c->types[i];
+		}
+		c->st.type_ids[i] = (uint32_t)c->types[i];
+	}
+	for (int i = 0; i < M_N; i++) {
+		c->mdesc[i] = cuda_metric_tmpl[i];
+		c->mdesc[i].max_series = (uint32_t)c->cfg->max_series;
+		c->m[i] = host->metric_register(c->inst, &c->mdesc[i]);
+		if (!c->m[i]) {
+			host->log(c->inst, NT_LOG_ERROR, "cannot register metric %s",
+				  cuda_metric_tmpl[i].name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 		     const void *config, void **state)
 {
 	const struct cuda_cfg *cfg = config;
 	struct cuda *c;
+	int err;
 
 	if ((cfg->ringbuf_kb & (cfg->ringbuf_kb - 1)) ||
 	    (cfg->ringbuf_kb && cfg->ringbuf_kb < 64))
@@ -98,67 +159,15 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	c->cfg = cfg;
 	nt_cuda_state_init(&c->st, sym_cb, c);
 	c->st.stack_depth = (uint32_t)cfg->stack_depth;
-
-	/* function table: one entry per (library, symbol) */
-	for (uint32_t i = 0; i < cfg->functions.n; i++) {
-		const struct fn_cfg *f = (const struct fn_cfg *)cfg->functions.items + i;
-
-		if (!f->symbols.n) {
-			free(c->fns);
-			free(c);
-			return host->config_error(inst, "functions",
-						  "entry %u (%s) lists no symbols",
-						  i + 1, f->library);
-		}
-		for (uint32_t k = 0; k < f->symbols.n; k++) {
-			struct fn_entry *n;
-
-			if (c->nfns >= NT_CUDA_FN_MAX) {
-				free(c->fns);
-				free(c);
-				return host->config_error(
-					inst, "functions",
-					"more than %d symbols in all", NT_CUDA_FN_MAX);
-			}
-			n = realloc(c->fns, (c->nfns + 1) * sizeof(*n));
-			if (!n) {
-				free(c->fns);
-				free(c);
-				return -ENOMEM;
-			}
-			c->fns = n;
-			c->fns[c->nfns].library = (char *)f->library;
-			c->fns[c->nfns].symbol = (char *)f->symbols.v[k];
-			c->fns[c->nfns].threshold_ns =
-				(uint64_t)(f->threshold_ms * 1e6);
-			c->nfns++;
-		}
-	}
-
-	for (int i = 0; i < NT_CUDA_EVT_N; i++) {
-		c->types[i] = host->register_schema(inst, &cuda_schemas[i]);
-		if (c->types[i] < 0) {
-			int err = c->types[i];
-
-			host->log(inst, NT_LOG_ERROR, "cannot register %s: %d",
-				  cuda_schemas[i].name, err);
-			free(c->fns);
-			free(c);
-			return err;
-		}
-		c->st.type_ids[i] = (uint32_t)c->types[i];
-	}
-	for (int i = 0; i < M_N; i++) {
-		c->mdesc[i] = cuda_metric_tmpl[i];
-		c->mdesc[i].max_series = (uint32_t)cfg->max_series;
-		c->m[i] = host->metric_register(inst, &c->mdesc[i]);
-		if (!c->m[i]) {
-			host->log(inst, NT_LOG_ERROR, "cannot register metric %s",
-				  cuda_metric_tmpl[i].name);
-			free(c->fns);
-			free(c);
-			return -EINVAL;
-		}
+	err = fn_table_build(c);
+	if (!err)
+		err = register_outputs(c);
+	if (err) {
+		/* no fini follows a failed init */
+		nt_cuda_state_fini(&c->st);
+		free(c->fns);
+		free(c);
+		return err;
 	}
 	host->subscribe(inst, "proc.exit");
 

@@ -231,13 +231,144 @@ void publish_library(struct cuda *c, const struct lib *l, uint32_t pid,
  * /proc/PID/root/...). Deduplicated by inode; a file with nothing to probe
  * is remembered too.
  */
-int probe_file(struct cuda *c, const char *path, uint32_t pid)
+/* A new library entry for the file (kind -1: nothing probed yet). */
+static struct lib *lib_new(struct cuda *c, const char *path,
+			   const struct stat *st)
+{
+	struct lib *l;
+
+	if (c->nlibs == c->caplibs) {
+		size_t ncap = c->caplibs ? c->caplibs * 2 : 32;
+		struct lib *n = realloc(c->libs, ncap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		c->libs = n;
+		c->caplibs = ncap;
+	}
+	l = &c->libs[c->nlibs++];
+	memset(l, 0, sizeof(*l));
+	l->dev = st->st_dev;
+	l->ino = st->st_ino;
+	l->kind = -1;
+	l->path = strdup(path);
+	return l->path ? l : NULL;
+}
+
+/* The file's offsets of every API symbol and of the function table's
+ * symbols that name this file (malloc'ed, NT_CUDA_API_COUNT + nfns). */
+static struct nt_cuda_sym *lib_symbols(struct cuda *c, const char *path,
+				       const struct stat *st, int *found)
 {
 	size_t nsyms = NT_CUDA_API_COUNT + c->nfns;
+	struct nt_cuda_sym *syms = calloc(nsyms, sizeof(*syms));
+
+	if (!syms) {
+		*found = -ENOMEM;
+		return NULL;
+	}
+	syms[0].name = "";
+#define SYMNAME_(id, sym, layer, fam) syms[NT_CUDA_API_##id].name = sym;
+	NT_CUDA_APIS(SYMNAME_)
+#undef SYMNAME_
+	for (size_t i = 0; i < c->nfns; i++)
+		syms[NT_CUDA_API_COUNT + i].name =
+			fn_lib_matches(&c->fns[i], path, st) ? c->fns[i].symbol : "";
+	*found = nt_cuda_elf_lookup(path, syms, nsyms);
+	if (*found < 0) {
+		free(syms);
+		return NULL;
+	}
+	return syms;
+}
+
+/* Put one API function of a library of `kind` into its batch: generic
+ * calls into call_enter/call_return (0, 1), launches into the program of
+ * their layer and form (2..5), or the auto layer's fallback (8, 9). */
+static void batch_api(struct cuda *c, struct batch *bt, const char *path,
+		      const struct nt_cuda_sym *sy, unsigned api, int kind)
+{
+	int layer = nt_cuda_api_layer(api);
+	bool fallback;
+
+	if (!sy->offset)
+		return;
+	if ((layer == NT_CUDA_LAYER_RUNTIME) != (kind == NT_CUDA_LIB_RUNTIME))
+		return;
+	if (sy->insn == NT_CUDA_INSN_OTHER)
+		c->host->log(c->inst, NT_LOG_DEBUG,
+			     "%s: %s starts with an instruction the kernel single-steps (slower probe)",
+			     path, sy->name);
+	if (nt_cuda_api_family(api) != NT_CUDA_FAM_LAUNCH) {
+		batch_add(&bt[0], sy->offset, api, sy->name);
+		batch_add(&bt[1], sy->offset, api, sy->name);
+		return;
+	}
+	fallback = launch_fallback_wanted(c, layer);
+	if (!launch_layer_on(c, layer) && !fallback)
+		return;
+	switch (api) {
+	case NT_CUDA_API_cudaLaunchKernelExC:
+	case NT_CUDA_API_cudaLaunchKernelExC_ptsz:
+		batch_add(&bt[fallback ? 9 : 3], sy->offset, api, sy->name);
+		break;
+	case NT_CUDA_API_cuLaunchKernelEx:
+	case NT_CUDA_API_cuLaunchKernelEx_ptsz:
+		batch_add(&bt[5], sy->offset, api, sy->name);
+		break;
+	default:
+		batch_add(fallback ? &bt[8]
+			  : layer == NT_CUDA_LAYER_RUNTIME ? &bt[2] : &bt[4],
+			  sy->offset, api, sy->name);
+	}
+}
+
+/* Attach every probe the library's symbols call for; -EIO when some
+ * batch failed (the others stay). */
+static int attach_symbols(struct cuda *c, struct lib *l, const char *path,
+			  const struct nt_cuda_sym *syms, int kind)
+{
+	/* 8, 9: runtime launches as the auto layer's fallback */
+	static struct batch bt[10]; /* loop thread only: not re-entered */
+	struct bpf_program *progs[10] = {
+		c->skel->progs.call_enter, c->skel->progs.call_return,
+		c->skel->progs.launch_rt, c->skel->progs.launch_rt_ex,
+		c->skel->progs.launch_drv, c->skel->progs.launch_drv_ex,
+		c->skel->progs.fn_enter, c->skel->progs.fn_return,
+		c->skel->progs.launch_rt, c->skel->progs.launch_rt_ex,
+	};
+	int err = 0;
+
+	for (int i = 0; i < 10; i++) {
+		bt[i].prog = progs[i];
+		bt[i].ret = i == 1 || i == 7;
+		bt[i].n = 0;
+	}
+	for (unsigned api = 1; kind > 0 && api < NT_CUDA_API_COUNT; api++)
+		batch_api(c, bt, path, &syms[api], api, kind);
+	for (size_t i = 0; i < c->nfns; i++) {
+		const struct nt_cuda_sym *sy = &syms[NT_CUDA_API_COUNT + i];
+
+		if (!sy->offset)
+			continue;
+		batch_add(&bt[6], sy->offset, NT_CUDA_FN_BASE + i, sy->name);
+		batch_add(&bt[7], sy->offset, NT_CUDA_FN_BASE + i, sy->name);
+	}
+	/* return probes first: an entry never lacks its return */
+	for (int i = 7; i >= 0; i--)
+		if (batch_attach(c, l, &bt[i]) < 0)
+			err = -EIO;
+	if (bt[8].n + bt[9].n)
+		launch_fallback_attach(c, l, &bt[8], &bt[9]);
+	return err;
+}
+
+int probe_file(struct cuda *c, const char *path, uint32_t pid)
+{
 	struct nt_cuda_sym *syms;
 	struct stat st;
 	struct lib *l;
-	int kind, found, err = 0;
+	int kind, found, err;
 	size_t before;
 	bool fn_any = false;
 
@@ -245,115 +376,21 @@ int probe_file(struct cuda *c, const char *path, uint32_t pid)
 		return -errno ? -errno : -EINVAL;
 	if (lib_find(c, st.st_dev, st.st_ino))
 		return 0;
-	if (c->nlibs == c->caplibs) {
-		size_t ncap = c->caplibs ? c->caplibs * 2 : 32;
-		struct lib *n = realloc(c->libs, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		c->libs = n;
-		c->caplibs = ncap;
-	}
-	l = &c->libs[c->nlibs++];
-	memset(l, 0, sizeof(*l));
-	l->dev = st.st_dev;
-	l->ino = st.st_ino;
-	l->kind = -1;
-	l->path = strdup(path);
-	if (!l->path)
+	l = lib_new(c, path, &st);
+	if (!l)
 		return -ENOMEM;
-
 	for (size_t i = 0; i < c->nfns; i++)
 		fn_any |= fn_lib_matches(&c->fns[i], path, &st);
 	kind = nt_cuda_elf_classify(path);
 	if (kind <= 0 && !fn_any)
 		return 0; /* nothing here */
-
-	syms = calloc(nsyms, sizeof(*syms));
+	syms = lib_symbols(c, path, &st, &found);
 	if (!syms)
-		return -ENOMEM;
-	syms[0].name = "";
-#define SYMNAME_(id, sym, layer, fam) syms[NT_CUDA_API_##id].name = sym;
-	NT_CUDA_APIS(SYMNAME_)
-#undef SYMNAME_
-	for (size_t i = 0; i < c->nfns; i++)
-		syms[NT_CUDA_API_COUNT + i].name =
-			fn_lib_matches(&c->fns[i], path, &st) ? c->fns[i].symbol : "";
-	found = nt_cuda_elf_lookup(path, syms, nsyms);
-	if (found < 0) {
-		free(syms);
 		return found;
-	}
 	l->kind = kind > 0 ? kind : NT_CUDA_LIB_NONE;
 	l->is_static = kind == NT_CUDA_LIB_RUNTIME && !nt_cuda_name_is_runtime(path);
 	before = l->up.nprobes;
-	{
-		/* 8, 9: runtime launches as the auto layer's fallback */
-		static struct batch bt[10]; /* loop thread only: not re-entered */
-		struct bpf_program *progs[10] = {
-			c->skel->progs.call_enter, c->skel->progs.call_return,
-			c->skel->progs.launch_rt, c->skel->progs.launch_rt_ex,
-			c->skel->progs.launch_drv, c->skel->progs.launch_drv_ex,
-			c->skel->progs.fn_enter, c->skel->progs.fn_return,
-			c->skel->progs.launch_rt, c->skel->progs.launch_rt_ex,
-		};
-
-		for (int i = 0; i < 10; i++) {
-			bt[i].prog = progs[i];
-			bt[i].ret = i == 1 || i == 7;
-			bt[i].n = 0;
-		}
-		for (unsigned api = 1; kind > 0 && api < NT_CUDA_API_COUNT; api++) {
-			const struct nt_cuda_sym *sy = &syms[api];
-			int layer = nt_cuda_api_layer(api);
-			int fam = nt_cuda_api_family(api);
-
-			if (!sy->offset)
-				continue;
-			if ((layer == NT_CUDA_LAYER_RUNTIME) != (kind == NT_CUDA_LIB_RUNTIME))
-				continue;
-			if (sy->insn == NT_CUDA_INSN_OTHER)
-				c->host->log(c->inst, NT_LOG_DEBUG,
-					     "%s: %s starts with an instruction the kernel single-steps (slower probe)",
-					     path, sy->name);
-			if (fam != NT_CUDA_FAM_LAUNCH) {
-				batch_add(&bt[0], sy->offset, api, sy->name);
-				batch_add(&bt[1], sy->offset, api, sy->name);
-				continue;
-			}
-			bool fallback = launch_fallback_wanted(c, layer);
-			if (!launch_layer_on(c, layer) && !fallback)
-				continue;
-			switch (api) {
-			case NT_CUDA_API_cudaLaunchKernelExC:
-			case NT_CUDA_API_cudaLaunchKernelExC_ptsz:
-				batch_add(&bt[fallback ? 9 : 3], sy->offset, api, sy->name);
-				break;
-			case NT_CUDA_API_cuLaunchKernelEx:
-			case NT_CUDA_API_cuLaunchKernelEx_ptsz:
-				batch_add(&bt[5], sy->offset, api, sy->name);
-				break;
-			default:
-				batch_add(fallback ? &bt[8]
-					  : layer == NT_CUDA_LAYER_RUNTIME ? &bt[2] : &bt[4],
-					  sy->offset, api, sy->name);
-			}
-		}
-		for (size_t i = 0; i < c->nfns; i++) {
-			const struct nt_cuda_sym *sy = &syms[NT_CUDA_API_COUNT + i];
-
-			if (!sy->offset)
-				continue;
-			batch_add(&bt[6], sy->offset, NT_CUDA_FN_BASE + i, sy->name);
-			batch_add(&bt[7], sy->offset, NT_CUDA_FN_BASE + i, sy->name);
-		}
-		/* return probes first: an entry never lacks its return */
-		for (int i = 7; i >= 0; i--)
-			if (batch_attach(c, l, &bt[i]) < 0)
-				err = -EIO;
-		if (bt[8].n + bt[9].n)
-			launch_fallback_attach(c, l, &bt[8], &bt[9]);
-	}
+	err = attach_symbols(c, l, path, syms, kind);
 	free(syms);
 	if (l->kind == NT_CUDA_LIB_DRIVER && c->auto_layer)
 		launch_fallback_end(c, l);
