@@ -878,6 +878,46 @@ static void free_book(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 		  nt_cuda_api_name(api));
 }
 
+/* The driver's copies: arguments, direction, stream. */
+static void memcpy_driver(struct nt_cuda_memcpy *m, const uint64_t *a,
+			  unsigned api, int *dir, bool *async)
+{
+	switch (api) {
+	case NT_CUDA_API_cuMemcpy:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		break;
+	case NT_CUDA_API_cuMemcpyAsync:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2], m->stream = a[3];
+		*async = true;
+		break;
+	case NT_CUDA_API_cuMemcpyHtoD_v2:
+	case NT_CUDA_API_cuMemcpyHtoDAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		*dir = NT_CUDA_DIR_H2D;
+		break;
+	case NT_CUDA_API_cuMemcpyDtoH_v2:
+	case NT_CUDA_API_cuMemcpyDtoHAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		*dir = NT_CUDA_DIR_D2H;
+		break;
+	case NT_CUDA_API_cuMemcpyDtoD_v2:
+	case NT_CUDA_API_cuMemcpyDtoDAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		*dir = NT_CUDA_DIR_D2D;
+		break;
+	case NT_CUDA_API_cuMemcpyPeer:
+	case NT_CUDA_API_cuMemcpyPeerAsync:
+		/* (dst, dstCtx, src, srcCtx, count[, stream]) */
+		m->dst = a[0], m->src = a[2], m->bytes = a[4];
+		*dir = NT_CUDA_DIR_P2P;
+		if (api == NT_CUDA_API_cuMemcpyPeerAsync)
+			m->stream = a[5], *async = true;
+		break;
+	default:
+		break;
+	}
+}
+
 static int decode_memcpy(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 			 const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
 			 uint64_t *err_size)
@@ -922,37 +962,8 @@ static int decode_memcpy(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 		if (api == NT_CUDA_API_cudaMemcpy2DAsync)
 			m->stream = rc->sarg[1], async = true;
 		break;
-	case NT_CUDA_API_cuMemcpy:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		break;
-	case NT_CUDA_API_cuMemcpyAsync:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2], m->stream = a[3];
-		async = true;
-		break;
-	case NT_CUDA_API_cuMemcpyHtoD_v2:
-	case NT_CUDA_API_cuMemcpyHtoDAsync_v2:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		dir = NT_CUDA_DIR_H2D;
-		break;
-	case NT_CUDA_API_cuMemcpyDtoH_v2:
-	case NT_CUDA_API_cuMemcpyDtoHAsync_v2:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		dir = NT_CUDA_DIR_D2H;
-		break;
-	case NT_CUDA_API_cuMemcpyDtoD_v2:
-	case NT_CUDA_API_cuMemcpyDtoDAsync_v2:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		dir = NT_CUDA_DIR_D2D;
-		break;
-	case NT_CUDA_API_cuMemcpyPeer:
-	case NT_CUDA_API_cuMemcpyPeerAsync:
-		/* (dst, dstCtx, src, srcCtx, count[, stream]) */
-		m->dst = a[0], m->src = a[2], m->bytes = a[4];
-		dir = NT_CUDA_DIR_P2P;
-		if (api == NT_CUDA_API_cuMemcpyPeerAsync)
-			m->stream = a[5], async = true;
-		break;
 	default:
+		memcpy_driver(m, a, api, &dir, &async);
 		break;
 	}
 	if (api == NT_CUDA_API_cuMemcpyHtoDAsync_v2 ||
