@@ -9,6 +9,7 @@
  * for the events, metrics, keys and what it cannot see.
  */
 #include "cuda_plugin.h"
+#include "ntcore/kit/cfg.h"
 
 /* ------------------------------------------------------------------ */
 /* Config                                                              */
@@ -18,59 +19,44 @@
 static const char *const layer_choices[] = { "auto", "runtime", "driver",
 					     "both", NULL };
 
-#define KEY(k, t, d, lo, hi, text)                                             \
-	{ .key = #k, .type = (t), .offset = offsetof(struct cuda_cfg, k),      \
-	  .def = (d), .min = (lo), .max = (hi), .desc = (text) }
-
 static const struct nt_cfg_key fn_keys[] = {
-	{ .key = "library", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct fn_cfg, library), .def = NULL,
-	  .min = 1, .max = 0,
-	  .desc = "library: a name (\"cublas\" matches libcublas.so*), a basename prefix (\"libcublasLt\") or an absolute path" },
-	{ .key = "symbols", .type = NT_CFG_STRING_LIST,
-	  .offset = offsetof(struct fn_cfg, symbols), .def = NULL,
-	  .min = 1, .max = 0, .desc = "exported function names to probe" },
-	{ .key = "threshold_ms", .type = NT_CFG_FLOAT,
-	  .offset = offsetof(struct fn_cfg, threshold_ms), .def = "10.0",
-	  .min = 0, .max = 3600000,
-	  .desc = "calls at least this slow publish a cuda.call event (0: none)" },
+	NT_KEY_STR_REQUIRED(struct fn_cfg, library,
+	    "library: a name (\"cublas\" matches libcublas.so*), a basename prefix (\"libcublasLt\") or an absolute path"),
+	NT_KEY_STRLIST_REQUIRED(struct fn_cfg, symbols, "exported function names to probe"),
+	NT_KEY_FLOAT(struct fn_cfg, threshold_ms, 10.0, 0, 3600000,
+	    "calls at least this slow publish a cuda.call event (0: none)"),
 };
 
+#define S struct cuda_cfg
 static const struct nt_cfg_key cuda_config[] = {
-	{ .key = "launch_layer", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct cuda_cfg, launch_layer), .def = "\"auto\"",
-	  .min = 1, .max = 0, .choices = layer_choices,
-	  .desc = "where kernel launches are probed (one probe hit per launch): auto, runtime (cudaLaunchKernel), driver (cuLaunchKernel), both (two hits)" },
-	KEY(stacks, NT_CFG_BOOL, "false", 1, 0,
+	NT_KEY_CHOICE(S, launch_layer, "auto", layer_choices,
+	    "where kernel launches are probed (one probe hit per launch): auto, runtime (cudaLaunchKernel), driver (cuLaunchKernel), both (two hits)"),
+	NT_KEY_BOOL(S, stacks, false,
 	    "record the CPU call stack at allocations, frees, graph launches and (with launch_events) launches"),
-	KEY(stack_depth, NT_CFG_INT, "16", 1, NT_CUDA_STACK_MAX,
+	NT_KEY_INT(S, stack_depth, 16, 1, NT_CUDA_STACK_MAX,
 	    "frames kept in a symbolized stack"),
-	KEY(launch_events, NT_CFG_BOOL, "false", 1, 0,
+	NT_KEY_BOOL(S, launch_events, false,
 	    "publish one cuda.launch event per kernel launch (counts per kernel are metrics either way)"),
-	KEY(enter_events, NT_CFG_BOOL, "false", 1, 0,
+	NT_KEY_BOOL(S, enter_events, false,
 	    "publish cuda.enter when a thread enters a call that may block (sync, synchronous copy/set): for hang detection"),
-	KEY(stop_on_load, NT_CFG_BOOL, "true", 1, 0,
+	NT_KEY_BOOL(S, stop_on_load, true,
 	    "stop a target (SIGSTOP/SIGCONT) while probes are attached to a CUDA library it just opened or a binary it exec'd, so no call is missed"),
-	KEY(watch_libraries, NT_CFG_BOOL, "true", 1, 0,
+	NT_KEY_BOOL(S, watch_libraries, true,
 	    "check every shared object a target opens for a statically linked CUDA runtime (targets only)"),
-	{ .key = "libraries", .type = NT_CFG_STRING_LIST,
-	  .offset = offsetof(struct cuda_cfg, libraries), .def = "[]",
-	  .min = 1, .max = 0,
-	  .desc = "extra CUDA runtime/driver files (or glob patterns) to probe from the start" },
-	KEY(interval_ms, NT_CFG_INT, "1000", 50, 3600000,
+	NT_KEY_STRLIST(S, libraries, "[]",
+	    "extra CUDA runtime/driver files (or glob patterns) to probe from the start"),
+	NT_KEY_INT(S, interval_ms, 1000, 50, 3600000,
 	    "how often launch counts and function-table statistics are copied into the metrics (ms)"),
-	KEY(ringbuf_kb, NT_CFG_INT, "0", 0, 1048576,
+	NT_KEY_INT(S, ringbuf_kb, 0, 0, 1048576,
 	    "BPF ring buffer size in KiB (a power of two); 0: 8192 with launch_events, else 2048 (the ring is mapped into ntcore: it counts in its RSS)"),
-	KEY(report, NT_CFG_BOOL, "true", 1, 0,
+	NT_KEY_BOOL(S, report, true,
 	    "publish a cuda.report text summary when a traced process exits"),
-	KEY(max_series, NT_CFG_INT, "10000", 16, 1000000,
+	NT_KEY_INT(S, max_series, 10000, 16, 1000000,
 	    "label sets kept per metric family"),
-	{ .key = "functions", .type = NT_CFG_GROUP_LIST,
-	  .offset = offsetof(struct cuda_cfg, functions), .def = NULL,
-	  .min = 1, .max = 0, .sub = fn_keys, .n_sub = NT_ARRAY_LEN(fn_keys),
-	  .sub_size = sizeof(struct fn_cfg),
-	  .desc = "function table: ( { library = \"cublas\"; symbols = [ \"cublasGemmEx\" ]; threshold_ms = 5.0; } , ... ): counts, latency histograms, slow-call events" },
+	NT_KEY_GROUPS(S, functions, struct fn_cfg, fn_keys,
+	    "function table: ( { library = \"cublas\"; symbols = [ \"cublasGemmEx\" ]; threshold_ms = 5.0; } , ... ): counts, latency histograms, slow-call events"),
 };
+#undef S
 
 /* ------------------------------------------------------------------ */
 /* Ops                                                                 */
@@ -117,7 +103,7 @@ static int register_outputs(struct cuda *c)
 	for (int i = 0; i < NT_CUDA_EVT_N; i++) {
 		c->types[i] = host->register_schema(c->inst, &cuda_schemas[i]);
 		if (c->types[i] < 0) {
-			host->log(c->inst, NT_LOG_ERROR, "cannot register %s: %d",
+			nt_log_err(c, "cannot register %s: %d",
 				  cuda_schemas[i].name, c->types[i]);
 			return c->types[i];
 		}
@@ -128,7 +114,7 @@ static int register_outputs(struct cuda *c)
 		c->mdesc[i].max_series = (uint32_t)c->cfg->max_series;
 		c->m[i] = host->metric_register(c->inst, &c->mdesc[i]);
 		if (!c->m[i]) {
-			host->log(c->inst, NT_LOG_ERROR, "cannot register metric %s",
+			nt_log_err(c, "cannot register metric %s",
 				  cuda_metric_tmpl[i].name);
 			return -EINVAL;
 		}
@@ -230,7 +216,7 @@ static int cuda_attach(void *state)
 	if (err)
 		goto fail;
 	c->attached = true;
-	c->host->log(c->inst, NT_LOG_INFO,
+	nt_log_info(c,
 		     "%" PRIu64 " probes in %zu files; launches probed at the %s layer",
 		     c->probes, c->nlibs,
 		     c->fallback_on ? "runtime (no driver library yet)"

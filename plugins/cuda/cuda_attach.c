@@ -27,7 +27,7 @@ void attach_warn(void *arg, const char *path, const char *name,
 {
 	struct cuda *c = arg;
 
-	c->host->log(c->inst, NT_LOG_WARN, "%s: cannot attach %s%s: %s", path,
+	nt_log_warn(c, "%s: cannot attach %s%s: %s", path,
 		     name, ret ? " (return)" : "", strerror(err));
 }
 
@@ -38,7 +38,7 @@ int batch_attach(struct cuda *c, struct lib *l, struct batch *b)
 				  attach_warn, c);
 
 	if (r < 0)
-		c->host->log(c->inst, NT_LOG_WARN, "%s: cannot attach %zu %s probes: %s",
+		nt_log_warn(c, "%s: cannot attach %zu %s probes: %s",
 			     l->path, b->n, bpf_program__name(b->prog), strerror(-r));
 	else
 		c->probes += (uint64_t)r;
@@ -78,7 +78,7 @@ void launch_fallback_attach(struct cuda *c, struct lib *l,
 	if (!l->fallback.nprobes)
 		return;
 	if (!c->fallback_on)
-		c->host->log(c->inst, NT_LOG_INFO,
+		nt_log_info(c,
 			     "%s: no CUDA driver library (libcuda.so.1) found: launches are probed "
 			     "at the runtime layer until one is (launches that bypass this "
 			     "runtime, as Triton's and cuBLAS's do, are not seen meanwhile)",
@@ -128,7 +128,7 @@ void launch_fallback_end(struct cuda *c, const struct lib *drv)
 		c->skel->bss->handover = true; /* the BPF side ends it */
 		c->handover_until = c->tick + 2;
 	}
-	c->host->log(c->inst, NT_LOG_INFO,
+	nt_log_info(c,
 		     "%s: a CUDA driver library: launches are now probed at the driver layer",
 		     drv->path);
 }
@@ -196,15 +196,13 @@ void publish_library(struct cuda *c, const struct lib *l, uint32_t pid,
 {
 	struct nt_cuda_rec *r = &c->rec[0];
 	struct nt_cuda_library *e;
-	struct timespec ts;
 	const char *what;
 
 	memset(r->u.bytes, 0, sizeof(*e));
 	e = (void *)r->u.bytes;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	e->hdr.type = (uint32_t)c->types[NT_CUDA_EVT_LIBRARY];
 	e->hdr.size = sizeof(*e);
-	e->hdr.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	e->hdr.ts_ns = nt_clock_mono_ns();
 	e->hdr.pid = pid;
 	e->hdr.tid = pid;
 	if (pid)
@@ -296,7 +294,7 @@ static void batch_api(struct cuda *c, struct batch *bt, const char *path,
 	if ((layer == NT_CUDA_LAYER_RUNTIME) != (kind == NT_CUDA_LIB_RUNTIME))
 		return;
 	if (sy->insn == NT_CUDA_INSN_OTHER)
-		c->host->log(c->inst, NT_LOG_DEBUG,
+		nt_log_dbg(c,
 			     "%s: %s starts with an instruction the kernel single-steps (slower probe)",
 			     path, sy->name);
 	if (nt_cuda_api_family(api) != NT_CUDA_FAM_LAUNCH) {
@@ -394,7 +392,7 @@ int probe_file(struct cuda *c, const char *path, uint32_t pid)
 	free(syms);
 	if (l->kind == NT_CUDA_LIB_DRIVER && c->auto_layer)
 		launch_fallback_end(c, l);
-	c->host->log(c->inst, NT_LOG_INFO, "%s: %s, %zu probes attached",
+	nt_log_info(c, "%s: %s, %zu probes attached",
 		     path,
 		     l->kind == NT_CUDA_LIB_RUNTIME
 			     ? (l->is_static ? "CUDA runtime (static)" : "CUDA runtime")

@@ -59,7 +59,7 @@ static int reopen(struct cuda *c, struct cuda_bpf **out)
 	s = cuda_bpf__open();
 	if (!s) {
 		err = -errno;
-		c->host->log(c->inst, NT_LOG_ERROR, "cannot open the BPF object: %s",
+		nt_log_err(c, "cannot open the BPF object: %s",
 			     strerror(-err));
 		return err;
 	}
@@ -102,7 +102,7 @@ static void slots_and_specs(struct cuda *c, struct cuda_bpf *s)
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 bpf_map__fd(s->maps.lslots), 0);
 	if (m == MAP_FAILED) {
-		c->host->log(c->inst, NT_LOG_WARN,
+		nt_log_warn(c,
 			     "cannot map the launch slots (%s): every launch takes the hash path",
 			     strerror(errno));
 	} else {
@@ -149,7 +149,7 @@ int cuda_load(struct cuda *c)
 		err = cuda_bpf__load(s);
 		if (!err)
 			break;
-		c->host->log(c->inst, NT_LOG_INFO, "BPF load attempt %d (%s) failed: %s",
+		nt_log_info(c, "BPF load attempt %d (%s) failed: %s",
 			     attempt + 1,
 			     attempt == 0   ? "uprobe_multi"
 			     : attempt == 1 ? "perf-event uprobes"
@@ -157,7 +157,7 @@ int cuda_load(struct cuda *c)
 			     strerror(-err));
 	}
 	if (err) {
-		c->host->log(c->inst, NT_LOG_ERROR,
+		nt_log_err(c,
 			     "cannot load the BPF programs: %s (run as root, or with CAP_BPF and CAP_PERFMON)",
 			     strerror(-err));
 		return err;
@@ -178,7 +178,7 @@ void cuda_attach_discovery(struct cuda *c)
 		c->tp_links[2] = bpf_program__attach(s->progs.on_exec);
 	for (int i = 0; i < 3; i++)
 		if (!c->tp_links[i])
-			c->host->log(c->inst, NT_LOG_WARN,
+			nt_log_warn(c,
 				     "library discovery tracepoint %d not attached: %s; libraries loaded later may be missed",
 				     i, strerror(errno));
 }

@@ -180,15 +180,12 @@ void proc_gone(struct cuda *c, uint32_t pid)
 		if (text) {
 			struct nt_cuda_rec *r = &c->rec[0];
 			struct nt_cuda_report *e;
-			struct timespec ts;
 
 			memset(r->u.bytes, 0, sizeof(*e));
 			e = (void *)r->u.bytes;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
 			e->hdr.type = (uint32_t)c->types[NT_CUDA_EVT_REPORT];
 			e->hdr.size = sizeof(*e);
-			e->hdr.ts_ns = (uint64_t)ts.tv_sec * 1000000000ull +
-				       (uint64_t)ts.tv_nsec;
+			e->hdr.ts_ns = nt_clock_mono_ns();
 			e->hdr.pid = pid;
 			e->hdr.tid = pid;
 			memcpy(e->hdr.comm, p->comm, NT_COMM_LEN);

@@ -30,7 +30,9 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/clock.h"
 #include "ntcore/kit/links.h"
+#include "ntcore/kit/log.h"
 #include "ntcore/plugin.h"
 
 #include "cuda.bpf.skel.h"

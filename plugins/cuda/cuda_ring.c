@@ -90,7 +90,7 @@ void on_path(struct cuda *c, const struct nt_cuda_raw_path *p)
 		c->host->symbolize(c->inst, pid, 1, &sym);
 	}
 	if (p->stopped && kill((pid_t)pid, SIGCONT) != 0)
-		c->host->log(c->inst, NT_LOG_WARN, "cannot continue pid %u: %s",
+		nt_log_warn(c, "cannot continue pid %u: %s",
 			     pid, strerror(errno));
 }
 
