@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/sb.h"
+
 /* From the C++ runtime (libstdc++), callable from C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 			    int *status);
@@ -1520,48 +1522,6 @@ int nt_cuda_decode_launch(struct nt_cuda_state *st,
 /* Report                                                              */
 /* ------------------------------------------------------------------ */
 
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b,
-							   const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t ncap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-			char *ns = realloc(b->s, ncap);
-
-			if (!ns) {
-				b->oom = true;
-				return;
-			}
-			b->s = ns;
-			b->cap = ncap;
-		}
-	}
-}
-
 static void human_bytes(uint64_t v, char *buf, size_t n)
 {
 	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -1581,53 +1541,57 @@ static void human_bytes(uint64_t v, char *buf, size_t n)
 char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 			  const struct nt_cuda_kcount *top, size_t ntop)
 {
-	struct sbuf b = {0};
+	struct nt_sb b;
 	const struct nt_cuda_totals *t = &p->tot;
 	char h1[32], h2[32];
 	uint64_t launches = 0;
 
+	nt_sb_init(&b, 0);
 	for (size_t i = 0; i < ntop; i++)
 		launches += top[i].count;
-	sb_printf(&b, "cuda: pid %u (%s)\n", p->pid, p->comm);
-	sb_printf(&b, "  launches %llu (%zu kernels), graph launches %llu\n",
+	/* the totals also hold the kernels graph launches ran */
+	if (t->launches > launches)
+		launches = t->launches;
+	nt_sb_printf(&b, "cuda: pid %u (%s)\n", p->pid, p->comm);
+	nt_sb_printf(&b, "  launches %llu (%zu kernels), graph launches %llu\n",
 		  (unsigned long long)launches, ntop,
 		  (unsigned long long)t->graph_launches);
 	human_bytes(t->alloc_bytes, h1, sizeof(h1));
 	human_bytes(t->free_bytes, h2, sizeof(h2));
-	sb_printf(&b, "  allocations %llu (%s, %llu failed), frees %llu (%s)\n",
+	nt_sb_printf(&b, "  allocations %llu (%s, %llu failed), frees %llu (%s)\n",
 		  (unsigned long long)t->allocs, h1,
 		  (unsigned long long)t->alloc_failed,
 		  (unsigned long long)t->frees, h2);
 	human_bytes(t->peak_device_bytes, h1, sizeof(h1));
 	human_bytes(p->device_bytes_now, h2, sizeof(h2));
-	sb_printf(&b, "  device memory: peak %s, still allocated %s in %zu blocks\n",
+	nt_sb_printf(&b, "  device memory: peak %s, still allocated %s in %zu blocks\n",
 		  h1, h2, p->nblocks);
 	for (int d = 1; d <= NT_CUDA_DIR_P2P; d++) {
 		if (!t->copies[d])
 			continue;
 		human_bytes(t->copy_bytes[d], h1, sizeof(h1));
-		sb_printf(&b, "  copies %s: %llu, %s", nt_cuda_dir_name((unsigned)d),
+		nt_sb_printf(&b, "  copies %s: %llu, %s", nt_cuda_dir_name((unsigned)d),
 			  (unsigned long long)t->copies[d], h1);
 		if (t->sync_copy_ns[d])
-			sb_printf(&b, ", synchronous %.2f GB/s",
+			nt_sb_printf(&b, ", synchronous %.2f GB/s",
 				  (double)t->sync_copy_bytes[d] /
 					  (double)t->sync_copy_ns[d]);
-		sb_printf(&b, "\n");
+		nt_sb_printf(&b, "\n");
 	}
-	sb_printf(&b, "  synchronisation: %llu calls, %.3f s blocked; API errors %llu\n",
+	nt_sb_printf(&b, "  synchronisation: %llu calls, %.3f s blocked; API errors %llu\n",
 		  (unsigned long long)t->syncs, (double)t->sync_ns / 1e9,
 		  (unsigned long long)t->errors);
 	if (ntop) {
-		sb_printf(&b, "  top kernels:\n");
+		nt_sb_printf(&b, "  top kernels:\n");
 		for (size_t i = 0; i < ntop && i < 10; i++)
-			sb_printf(&b, "    %10llu  %.160s\n",
+			nt_sb_printf(&b, "    %10llu  %.160s\n",
 				  (unsigned long long)top[i].count,
 				  top[i].name && top[i].name[0] ? top[i].name
 								: "(unnamed)");
 	}
-	if (b.oom) {
-		free(b.s);
+	if (b.failed) {
+		nt_sb_fini(&b);
 		return NULL;
 	}
-	return b.s ? b.s : strdup("");
+	return b.buf ? nt_sb_take(&b, NULL) : strdup("");
 }
