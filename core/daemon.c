@@ -792,9 +792,31 @@ static int reload(struct nt_daemon *d)
 	return status ? -1 : 0;
 }
 
+/* --cgroup and ntcore.cgroup: every process in those subtrees, now and
+ * later (the follow program adds forks, execs and moves into them). */
+static int add_cgroup_targets(struct nt_daemon *d)
+{
+	char why[512];
+
+	for (size_t k = 0; k < d->opt.n_cgroups + d->cfg.n_cgroups; k++) {
+		const char *path = k < d->opt.n_cgroups
+					   ? d->opt.cgroups[k]
+					   : d->cfg.cgroups[k - d->opt.n_cgroups];
+		int n = nt_targets_add_cgroup(&d->targets, path, why, sizeof(why));
+		if (n < 0) {
+			nt_log(NT_LOG_ERROR, NULL, "%s", why);
+			return 2;
+		}
+		nt_log(NT_LOG_INFO, NULL, "cgroup %s: %d process%s now, and those started there later",
+		       path, n, n == 1 ? "" : "es");
+	}
+	return 0;
+}
+
 static int setup_targets(struct nt_daemon *d)
 {
-	bool filtered = d->opt.n_pids > 0 || d->opt.argv;
+	bool by_cgroup = d->opt.n_cgroups + d->cfg.n_cgroups > 0;
+	bool filtered = d->opt.n_pids > 0 || d->opt.argv || by_cgroup;
 	char why[512];
 	int rc;
 
@@ -806,7 +828,8 @@ static int setup_targets(struct nt_daemon *d)
 	}
 	if (filtered && !d->can_trace) {
 		nt_log(NT_LOG_ERROR, NULL, "cannot trace %s: tracing needs %s",
-		       d->opt.argv ? "the command" : "the -p processes", d->privs_need);
+		       d->opt.argv ? "the command" : by_cgroup ? "the cgroup" : "the -p processes",
+		       d->privs_need);
 		return 1;
 	}
 
@@ -816,13 +839,15 @@ static int setup_targets(struct nt_daemon *d)
 			       d->opt.pids[i]);
 			return 2;
 		}
-	if (nt_targets_open(&d->targets, filtered, d->exit_type, d->exec_type,
-			    publish_follow, d, why, sizeof(why))) {
+	if (nt_targets_open(&d->targets, filtered, by_cgroup, d->exit_type,
+			    d->exec_type, publish_follow, d, why, sizeof(why))) {
 		nt_log(NT_LOG_ERROR, NULL, "%s", why);
 		return 1;
 	}
 	for (size_t i = 0; i < d->opt.n_pids; i++)
 		nt_targets_add(&d->targets, d->opt.pids[i]);
+	if ((rc = add_cgroup_targets(d)))
+		return rc;
 	if (d->opt.argv) {
 		d->child = nt_child_spawn(d->opt.argv, &d->child_gate);
 		if (d->child < 0) {

@@ -60,6 +60,8 @@ struct nt_options {
 	const char *config_text; /* the embedded default when non-NULL */
 	uint32_t *pids;
 	size_t n_pids;
+	const char **cgroups; /* --cgroup PATH, repeatable */
+	size_t n_cgroups;
 	double duration_s;
 	bool verbose;
 	bool check_only;
