@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static bool is_hex_run(const char *s, size_t n)
@@ -317,8 +318,38 @@ void nt_ident_read_kubelet(const char *kubelet_dir, struct nt_identity *id)
 struct nt_ident_entry {
 	struct nt_ident_entry *next;
 	uint32_t pid;
+	uint64_t dead_ns; /* when it exited (or was found gone), 0 alive */
+	uint64_t used_ns; /* last asked for (coarse clock) */
 	struct nt_identity id;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	/* coarse: read on every hit, and a tick (4 ms) is precise enough */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A process that is gone, a zombie, or on its way out (PF_EXITING in
+ * the leader's flags: the exit tracepoint may have fired already) will not
+ * have its exit reported. */
+static bool process_gone(const char *proc_root, uint32_t pid)
+{
+	char path[128], buf[512];
+	unsigned long flags = 0;
+	char state = 0;
+
+	snprintf(path, sizeof(path), "%s/%u/stat", proc_root, pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return true;
+	const char *paren = strrchr(buf, ')');
+	/* ") S ppid pgrp session tty_nr tpgid flags" */
+	if (!paren || sscanf(paren + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+		return true;
+	return state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */);
+}
 
 int nt_ident_cache_init(struct nt_ident_cache *c, size_t max_entries,
 			const char *proc_root, const char *kubelet_dir)
@@ -378,58 +409,88 @@ static int resolve(const struct nt_ident_cache *c, uint32_t pid,
 	return 0;
 }
 
-int nt_ident_get(struct nt_ident_cache *c, uint32_t pid, struct nt_identity *out)
+/* Insert under the lock; a full cache starts over (a process whose exit
+ * was missed must not hold a slot for ever). */
+static void insert_locked(struct nt_ident_cache *c, uint32_t pid,
+			  const struct nt_identity *id, uint64_t dead_ns)
 {
 	struct nt_ident_entry *fresh;
-	int rc;
 
+	if (*find(c, pid) || !(fresh = malloc(sizeof(*fresh))))
+		return;
+	if (c->n_entries >= c->max_entries) {
+		c->evicted += c->n_entries;
+		drop_all(c);
+	}
+	fresh->pid = pid;
+	fresh->id = *id;
+	fresh->dead_ns = fresh->used_ns = dead_ns;
+	fresh->next = NULL;
+	*find(c, pid) = fresh;
+	c->n_entries++;
+}
+
+int nt_ident_get(struct nt_ident_cache *c, uint32_t pid, struct nt_identity *out)
+{
 	pthread_mutex_lock(&c->lock);
 	struct nt_ident_entry *e = *find(c, pid);
 	if (e) {
 		*out = e->id;
 		c->hits++;
+		if (e->dead_ns)
+			e->used_ns = mono_ns();
 		pthread_mutex_unlock(&c->lock);
-		return 0;
+		return e->id.cgroup[0] || !e->dead_ns ? 0 : -ESRCH;
 	}
 	pthread_mutex_unlock(&c->lock);
 	/* Read /proc unlocked: other threads' hits do not wait on it. */
-	rc = resolve(c, pid, out);
+	int rc = resolve(c, pid, out);
 	pthread_mutex_lock(&c->lock);
-	if (rc) {
+	if (rc)
 		c->failed++;
-		pthread_mutex_unlock(&c->lock);
-		return rc;
-	}
-	c->resolved++;
-	if (!*find(c, pid) && (fresh = malloc(sizeof(*fresh)))) {
-		/* Bounded: a full cache starts over (a process whose exit was
-		 * missed must not hold a slot for ever). */
-		if (c->n_entries >= c->max_entries) {
-			c->evicted += c->n_entries;
-			drop_all(c);
-		}
-		struct nt_ident_entry **slot = find(c, pid);
-		fresh->pid = pid;
-		fresh->id = *out;
-		fresh->next = NULL;
-		*slot = fresh;
-		c->n_entries++;
-	}
+	else
+		c->resolved++;
+	/* A process already gone is kept as such (not read again for each
+	 * of its late records) until the sweep after the grace period. */
+	insert_locked(c, pid, out, rc ? mono_ns() : 0);
 	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		return rc;
 	if (c->on_resolved)
 		c->on_resolved(c->ctx, pid);
+	/* It may have exited before the kernel was asked to report it. */
+	if (process_gone(c->proc_root, pid))
+		nt_ident_forget(c, pid);
 	return 0;
 }
 
 void nt_ident_forget(struct nt_ident_cache *c, uint32_t pid)
 {
 	pthread_mutex_lock(&c->lock);
-	struct nt_ident_entry **slot = find(c, pid), *e = *slot;
-	if (e) {
-		*slot = e->next;
-		free(e);
-		c->n_entries--;
-		c->evicted++;
+	struct nt_ident_entry *e = *find(c, pid);
+	if (e && !e->dead_ns)
+		e->dead_ns = e->used_ns = mono_ns();
+	pthread_mutex_unlock(&c->lock);
+}
+
+void nt_ident_sweep(struct nt_ident_cache *c, uint64_t grace_ns)
+{
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t b = 0; b < c->n_buckets; b++) {
+		struct nt_ident_entry **slot = &c->buckets[b];
+		while (*slot) {
+			struct nt_ident_entry *e = *slot;
+			if (e->dead_ns && now - e->used_ns >= grace_ns) {
+				*slot = e->next;
+				free(e);
+				c->n_entries--;
+				c->evicted++;
+			} else {
+				slot = &e->next;
+			}
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 }

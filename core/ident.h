@@ -50,10 +50,17 @@ int nt_ident_cache_init(struct nt_ident_cache *c, size_t max_entries,
 			const char *proc_root, const char *kubelet_dir);
 void nt_ident_cache_fini(struct nt_ident_cache *c);
 /* Copy the identity of pid into *out, resolving it on the first call.
- * Returns 0, or -ESRCH when the process is gone (out is zeroed). */
+ * Returns 0, or -ESRCH when the process was gone before it could be read
+ * (out is zeroed; remembered, so /proc is not read again for it). */
 int nt_ident_get(struct nt_ident_cache *c, uint32_t pid, struct nt_identity *out);
-/* The process exited: forget it. */
+/* The process exited: its identity is kept for the records of it still
+ * on their way (as the symbolizer keeps its maps), and freed by the first
+ * sweep after the grace period. */
 void nt_ident_forget(struct nt_ident_cache *c, uint32_t pid);
+/* Free the entries of processes dead, and not asked for, for at least
+ * grace_ns (a plugin that keeps an exited process's series a while keeps
+ * its identity as long). */
+void nt_ident_sweep(struct nt_ident_cache *c, uint64_t grace_ns);
 size_t nt_ident_cache_size(struct nt_ident_cache *c);
 
 #endif

@@ -44,6 +44,7 @@ static int load_follow(struct nt_targets *t, uint32_t exit_type,
 	t->skel->rodata->exec_type = exec_type;
 	t->skel->rodata->nt_filter_on = true;
 	t->skel->rodata->cgroup_filter = t->by_cgroup;
+	t->skel->rodata->known_exits = t->known_exits;
 	bpf_program__set_autoload(t->skel->progs.follow_attach_btf, btf && t->by_cgroup);
 	bpf_program__set_autoload(t->skel->progs.follow_attach_raw, !btf && t->by_cgroup);
 	bpf_program__set_autoload(t->skel->progs.follow_fork_btf, btf);
@@ -63,15 +64,16 @@ static int load_follow(struct nt_targets *t, uint32_t exit_type,
 }
 
 int nt_targets_open(struct nt_targets *t, bool filtered, bool by_cgroup,
-		    uint32_t exit_type, uint32_t exec_type, nt_exit_fn on_record,
-		    void *ctx, char *why, size_t why_len)
+		    bool known_exits, uint32_t exit_type, uint32_t exec_type,
+		    nt_exit_fn on_record, void *ctx, char *why, size_t why_len)
 {
 	memset(t, 0, sizeof(*t));
 	t->map_fd = -1;
+	t->known_fd = -1;
 	t->filtered = filtered || by_cgroup;
 	t->by_cgroup = by_cgroup;
-	filtered = t->filtered;
-	if (!filtered)
+	t->known_exits = known_exits;
+	if (!t->filtered && !known_exits)
 		return 0;
 	t->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "nt_targets",
 				   sizeof(uint32_t), sizeof(uint8_t),
@@ -84,6 +86,7 @@ int nt_targets_open(struct nt_targets *t, bool filtered, bool by_cgroup,
 	}
 	if (load_follow(t, exit_type, exec_type, why, why_len))
 		return -1;
+	t->known_fd = known_exits ? bpf_map__fd(t->skel->maps.nt_known) : -1;
 	t->exits = ring_buffer__new(bpf_map__fd(t->skel->maps.exits), on_record,
 				    ctx, NULL);
 	if (!t->exits) {
@@ -92,6 +95,14 @@ int nt_targets_open(struct nt_targets *t, bool filtered, bool by_cgroup,
 		return -1;
 	}
 	return 0;
+}
+
+void nt_targets_known(struct nt_targets *t, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	if (t->known_fd >= 0)
+		bpf_map_update_elem(t->known_fd, &pid, &one, BPF_ANY);
 }
 
 int nt_targets_add(struct nt_targets *t, uint32_t pid)
@@ -225,6 +236,7 @@ void nt_targets_close(struct nt_targets *t)
 	free(t->pids);
 	memset(t, 0, sizeof(*t));
 	t->map_fd = -1;
+	t->known_fd = -1;
 }
 
 /*

@@ -23,6 +23,17 @@ const volatile __u32 exec_type = 0;
  * targets, however they got there (fork, exec, a move). */
 const volatile bool cgroup_filter = false;
 
+/* Host-wide, the exits of the processes whose identity the core cached
+ * (nt_known, filled by the core) are reported, so it can forget them. */
+const volatile bool known_exits = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} nt_known SEC(".maps");
+
 #define NT_CGROUP_DEPTH 32 /* levels walked up from a task's cgroup */
 
 struct {
@@ -82,12 +93,19 @@ static __always_inline int on_exit(struct task_struct *task)
 	/* signal->live reaches 0 when the last thread of the group exits. */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
-	if (!bpf_map_lookup_elem(&nt_targets, &tgid))
+	bool target = bpf_map_lookup_elem(&nt_targets, &tgid) != NULL;
+	bool known = known_exits && bpf_map_lookup_elem(&nt_known, &tgid);
+	if (!target && !known)
 		return 0;
-	bpf_map_delete_elem(&nt_targets, &tgid);
+	if (target)
+		bpf_map_delete_elem(&nt_targets, &tgid);
+	if (known)
+		bpf_map_delete_elem(&nt_known, &tgid);
 	rec = nt_reserve(&exits, sizeof(*rec));
 	if (!rec)
 		return 0;
+	rec->pad[0] = target ? 0 : NT_EXIT_IDENTITY_ONLY;
+	rec->pad[1] = rec->pad[2] = 0;
 	nt_hdr_current(&rec->hdr, exit_type, sizeof(*rec));
 	rec->hdr.pid = tgid;
 	/* The process's name, not that of whichever thread ended last

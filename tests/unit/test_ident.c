@@ -159,10 +159,19 @@ START_TEST(kubelet_dir_and_cache)
 	ck_assert_str_eq(id.container_id, ID64);
 	ck_assert_uint_eq(c.resolved, 1);
 	ck_assert_uint_eq(c.hits, 1);
+	/* exited: kept for late records until a sweep after the grace */
 	nt_ident_forget(&c, 4242);
+	nt_ident_sweep(&c, 60ull * 1000000000ull);
+	ck_assert_uint_eq(nt_ident_cache_size(&c), 1);
+	ck_assert_int_eq(nt_ident_get(&c, 4242, &id), 0);
+	ck_assert_str_eq(id.pod_name, "trainer-0");
+	nt_ident_sweep(&c, 0);
 	ck_assert_uint_eq(nt_ident_cache_size(&c), 0);
 	ck_assert_int_eq(nt_ident_get(&c, 4242, &id), -ESRCH);
 	ck_assert_str_eq(id.container_id, "");
+	/* gone: remembered, not read again */
+	ck_assert_int_eq(nt_ident_get(&c, 4242, &id), -ESRCH);
+	ck_assert_uint_eq(c.failed, 1);
 	nt_ident_cache_fini(&c);
 	snprintf(path, sizeof(path), "rm -rf %s", root);
 	ck_assert_int_eq(system(path), 0);
@@ -179,6 +188,9 @@ START_TEST(cache_bounded)
 	ck_assert_str_ne(id.cgroup, "");
 	ck_assert_int_eq(nt_ident_get(&c, 1, &id), 0);
 	ck_assert_uint_eq(nt_ident_cache_size(&c), 2);
+	for (uint32_t pid = 3999990; pid < 3999994; pid++) /* gone pids */
+		ck_assert_int_eq(nt_ident_get(&c, pid, &id), -ESRCH);
+	ck_assert_uint_le(nt_ident_cache_size(&c), 4); /* bounded */
 	nt_ident_cache_fini(&c);
 }
 END_TEST
