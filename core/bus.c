@@ -11,10 +11,37 @@ void nt_bus_init(struct nt_bus *bus, nt_bus_deliver_fn deliver)
 	bus->deliver = deliver;
 }
 
+/* Free a subscriber array now, or once no publish() iterates any. */
+static void retire(struct nt_bus *bus, void **subscribers)
+{
+	if (!subscribers)
+		return;
+	if (!bus->depth) {
+		free(subscribers);
+		return;
+	}
+	if (bus->n_retired == bus->cap_retired) {
+		size_t cap = bus->cap_retired ? bus->cap_retired * 2 : 8;
+		void ***grown = realloc(bus->retired, cap * sizeof(*grown));
+		if (!grown)
+			return; /* leaked rather than freed under an iteration */
+		bus->retired = grown;
+		bus->cap_retired = cap;
+	}
+	bus->retired[bus->n_retired++] = subscribers;
+}
+
+static void free_retired(struct nt_bus *bus)
+{
+	for (size_t i = 0; i < bus->n_retired; i++)
+		free(bus->retired[i]);
+	bus->n_retired = 0;
+}
+
 static void invalidate(struct nt_bus *bus)
 {
 	for (size_t i = 0; i < bus->n_types; i++) {
-		free(bus->types[i].subscribers);
+		retire(bus, bus->types[i].subscribers);
 		bus->types[i].subscribers = NULL;
 		bus->types[i].n_subscribers = 0;
 		bus->types[i].resolved = false;
@@ -23,7 +50,10 @@ static void invalidate(struct nt_bus *bus)
 
 void nt_bus_fini(struct nt_bus *bus)
 {
+	bus->depth = 0;
 	invalidate(bus);
+	free_retired(bus);
+	free(bus->retired);
 	for (size_t i = 0; i < bus->n_subs; i++)
 		free(bus->subs[i].pattern);
 	free(bus->subs);
@@ -211,10 +241,15 @@ int nt_bus_publish(struct nt_bus *bus, const struct nt_event_hdr *ev)
 	if (!t->resolved)
 		resolve(bus, t);
 	t->published++;
-	/* Copy the count: a consumer may subscribe (and so invalidate) mid-way. */
+	/* A consumer may subscribe (and so invalidate the array) mid-way:
+	 * the array and its count stay valid until the outermost publish
+	 * returns, and the change applies from the next event on. */
 	size_t n = t->n_subscribers;
 	void **subs = t->subscribers;
+	bus->depth++;
 	for (size_t i = 0; i < n; i++)
 		bus->deliver(subs[i], ev, schema);
+	if (--bus->depth == 0 && bus->n_retired)
+		free_retired(bus);
 	return (int)n;
 }

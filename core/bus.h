@@ -38,6 +38,12 @@ struct nt_bus {
 	size_t n_types, cap_types;
 	struct nt_bus_sub *subs;
 	size_t n_subs, cap_subs;
+	/* publish() calls in progress (a consumer may publish in turn): the
+	 * subscriber arrays they iterate are freed only when the outermost
+	 * one returns (`retired`), however the subscriptions change meanwhile */
+	unsigned depth;
+	void ***retired;
+	size_t n_retired, cap_retired;
 	uint64_t dropped_unknown; /* records with an unregistered type id */
 	uint64_t dropped_short;   /* records shorter than their schema */
 };

@@ -2,11 +2,13 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/follow.h"
+#include "btfshare.h"
 #include "host.h"
 #include "clock.h"
 #include "job.h"
@@ -22,6 +25,7 @@
 #include "notify.h"
 #include "privs.h"
 #include "search.h"
+#include "sinks.h"
 
 #define POLL_BUDGET 4096
 #define POLL_ERRORS_MAX 3
@@ -150,15 +154,16 @@ void nt_daemon_sync_self_metrics(struct nt_daemon *d)
 	for (size_t i = 0; i < d->n_insts; i++) {
 		struct nt_instance *inst = d->insts[i];
 		const char *label[1] = {inst->name};
+		uint64_t out = nt_instance_events_out(inst);
+		nt_sink_sync(inst);
 		if (inst->events_in != inst->synced_in) {
 			nt_metric_add(d->m_in, label,
 				      (double)(inst->events_in - inst->synced_in));
 			inst->synced_in = inst->events_in;
 		}
-		if (inst->events_out != inst->synced_out) {
-			nt_metric_add(d->m_out, label,
-				      (double)(inst->events_out - inst->synced_out));
-			inst->synced_out = inst->events_out;
+		if (out != inst->synced_out) {
+			nt_metric_add(d->m_out, label, (double)(out - inst->synced_out));
+			inst->synced_out = out;
 		}
 	}
 	if (d->ident.buckets) {
@@ -207,17 +212,21 @@ static void deliver(void *subscriber, const struct nt_event_hdr *ev,
 
 	if (inst->st != NT_ST_ATTACHED)
 		return;
+	/* a sink's own queue and thread, when it has them */
+	if (nt_sink_push(inst, ev, schema))
+		return;
 	inst->events_out++;
 	inst->lib.desc.consume(inst->state, ev, schema);
 }
 
-static void instance_fail(struct nt_instance *inst, const char *op, int err)
+void nt_instance_fail(struct nt_instance *inst, const char *op, int err)
 {
 	bool fatal = inst->cfg && inst->cfg->required;
 
 	nt_daemon_log(inst->d, NT_LOG_ERROR, inst->prefix, "%s failed: %s; %s", op,
 		      strerror(err < 0 ? -err : err),
 		      fatal ? "it is required: stopping" : "the other plugins go on");
+	nt_sink_stop(inst);
 	nt_instance_unwatch(inst);
 	if (inst->st == NT_ST_ATTACHED)
 		inst->lib.desc.detach(inst->state);
@@ -234,7 +243,7 @@ void nt_instance_poll(struct nt_instance *inst, uint32_t token)
 		return;
 	}
 	if (++inst->poll_errors >= POLL_ERRORS_MAX)
-		instance_fail(inst, "poll", n);
+		nt_instance_fail(inst, "poll", n);
 }
 
 static struct nt_instance *instance_new(struct nt_daemon *d,
@@ -300,7 +309,7 @@ static int instance_init(struct nt_daemon *d, struct nt_instance *inst)
 	if (err) {
 		if (inst->config_failed)
 			return 2;
-		instance_fail(inst, "init", err);
+		nt_instance_fail(inst, "init", err);
 		return ic->required ? 1 : 0;
 	}
 	inst->inited = true;
@@ -316,20 +325,24 @@ static int instance_attach(struct nt_instance *inst)
 {
 	if (inst->st != NT_ST_INITED)
 		return 0;
+	uint64_t t0 = nt_mono_ns();
 	int err = inst->lib.desc.attach(inst->state);
 	if (err) {
 		nt_instance_unwatch(inst);
-		instance_fail(inst, "attach", err);
+		nt_instance_fail(inst, "attach", err);
 		return inst->cfg->required ? 1 : 0;
 	}
 	set_state(inst, NT_ST_ATTACHED);
+	nt_sink_start(inst);
 	if (inst->log_level >= NT_LOG_DEBUG)
-		nt_log(NT_LOG_DEBUG, inst->prefix, "attached (%s)", inst->lib.path);
+		nt_log(NT_LOG_DEBUG, inst->prefix, "attached in %.1f ms (%s)",
+		       (double)(nt_mono_ns() - t0) / 1e6, inst->lib.path);
 	return 0;
 }
 
 static void instance_free(struct nt_instance *inst)
 {
+	nt_sink_free(inst);
 	nt_instance_unwatch(inst);
 	if (inst->inited)
 		inst->lib.desc.fini(inst->state);
@@ -401,9 +414,13 @@ static int attach_one(struct nt_daemon *d, struct nt_instance *inst)
 
 static int flush_one(struct nt_daemon *d, struct nt_instance *inst)
 {
-	/* Sinks that print the self-metrics at flush see final numbers. */
-	if (inst->lib.desc.kind == NT_KIND_SINK)
+	/* A sink's queue is emptied and its thread ended first: flush and
+	 * detach run on the loop thread. Sinks that print the self-metrics
+	 * at flush see final numbers. */
+	if (inst->lib.desc.kind == NT_KIND_SINK) {
+		nt_sink_stop(inst);
 		nt_daemon_sync_self_metrics(d);
+	}
 	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, flush))
 		inst->lib.desc.flush(inst->state);
 	return 0;
@@ -414,8 +431,12 @@ static int detach_one(struct nt_daemon *d, struct nt_instance *inst)
 	(void)d;
 	nt_instance_unwatch(inst);
 	if (inst->st == NT_ST_ATTACHED) {
+		uint64_t t0 = nt_mono_ns();
 		inst->lib.desc.detach(inst->state);
 		set_state(inst, NT_ST_DETACHED);
+		if (inst->log_level >= NT_LOG_DEBUG)
+			nt_log(NT_LOG_DEBUG, inst->prefix, "detached in %.1f ms",
+			       (double)(nt_mono_ns() - t0) / 1e6);
 	}
 	return 0;
 }
@@ -440,6 +461,23 @@ static size_t count_probes(const struct nt_daemon *d, bool attached_only)
 	return n;
 }
 
+/* What start-up needed and the run does not: the kernel BTF (unless a
+ * plugin holds it), and the heap glibc keeps after freeing it and libbpf's
+ * other load-time allocations (5 MB of freed heap stayed resident). */
+static void release_startup_memory(struct nt_daemon *d)
+{
+	struct nt_btfshare_stats bs = nt_btfshare_stats();
+	bool freed = nt_btfshare_release_unpinned();
+
+	malloc_trim(0);
+	if (d->opt.verbose && bs.parses)
+		nt_log(NT_LOG_DEBUG, NULL,
+		       "kernel BTF parsed %llu time(s) (%.1f ms), shared by %llu loads; %s",
+		       (unsigned long long)bs.parses, (double)bs.parse_ns / 1e6,
+		       (unsigned long long)bs.calls,
+		       freed ? "freed now" : "kept for a plugin");
+}
+
 /* Init every instance, then attach sinks, detectors, probes; returns 0, 1
  * (a required plugin failed, nothing could attach) or 2 (config error).
  * Without the privileges to trace, every plugin's errors are held: if no
@@ -462,6 +500,7 @@ static int instances_start(struct nt_daemon *d)
 	if (!d->can_trace && live_probes < probes)
 		nt_log(NT_LOG_WARN, NULL, "%zu of %zu probes could not attach: tracing needs %s",
 		       probes - live_probes, probes, d->privs_need);
+	release_startup_memory(d);
 	size_t live = 0;
 	for (size_t i = 0; i < d->n_insts; i++)
 		live += d->insts[i]->st == NT_ST_ATTACHED;
@@ -472,11 +511,11 @@ static int instances_start(struct nt_daemon *d)
 	return 0;
 }
 
-/* Read what the probes still hold (and the core's exit ring), then flush
- * probes (their final reports go on the bus), detectors, sinks. */
-static void instances_drain(struct nt_daemon *d)
+/* Read what the probes hold (and the core's exit ring) until nothing is
+ * left or `rounds` rounds were made. */
+static void drain_rings(struct nt_daemon *d, int rounds)
 {
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < rounds; round++) {
 		int handled = 0;
 		for (size_t i = 0; i < d->n_insts; i++)
 			if (d->insts[i]->lib.desc.kind == NT_KIND_PROBE)
@@ -485,12 +524,64 @@ static void instances_drain(struct nt_daemon *d)
 		if (handled <= 0)
 			break;
 	}
-	for_each_in_flow(d, false, flush_one);
 }
 
+static void *quiesce_main(void *arg)
+{
+	struct nt_instance *inst = arg;
+	uint64_t t0 = nt_mono_ns();
+
+	inst->lib.desc.quiesce(inst->state);
+	if (inst->log_level >= NT_LOG_DEBUG) /* log is safe from any thread */
+		nt_daemon_log(inst->d, NT_LOG_DEBUG, inst->prefix,
+			      "stopped producing in %.1f ms",
+			      (double)(nt_mono_ns() - t0) / 1e6);
+	return NULL;
+}
+
+/* Every probe that has the op stops producing, all at once: each releases
+ * its BPF links on a thread of its own, so that the kernel's grace-period
+ * waits overlap (one after the other they took half a second). */
+static void probes_quiesce(struct nt_daemon *d)
+{
+	pthread_t *tids = calloc(d->n_insts ? d->n_insts : 1, sizeof(*tids));
+	bool *started = calloc(d->n_insts ? d->n_insts : 1, sizeof(*started));
+	uint64_t t0 = nt_mono_ns();
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->n_insts; i++) {
+		struct nt_instance *inst = d->insts[i];
+		if (inst->lib.desc.kind != NT_KIND_PROBE || inst->st != NT_ST_ATTACHED ||
+		    !NT_DESC_HAS(&inst->lib.desc, quiesce))
+			continue;
+		n++;
+		if (!tids || !started ||
+		    pthread_create(&tids[i], NULL, quiesce_main, inst) != 0)
+			quiesce_main(inst); /* no thread: here, one at a time */
+		else
+			started[i] = true;
+	}
+	for (size_t i = 0; tids && started && i < d->n_insts; i++)
+		if (started[i])
+			pthread_join(tids[i], NULL);
+	free(tids);
+	free(started);
+	if (n && d->opt.verbose)
+		nt_log(NT_LOG_DEBUG, NULL, "%zu probes stopped producing in %.1f ms", n,
+		       (double)(nt_mono_ns() - t0) / 1e6);
+}
+
+/* Shutdown and reload: read the rings, stop the producers, read what they
+ * wrote meanwhile until the rings are empty (an event produced before the
+ * stop is delivered, or counted where it was dropped), then flush probes
+ * (their final reports go on the bus), detectors, sinks (each sink's queue
+ * emptied first), and detach in the same order. */
 static void instances_stop(struct nt_daemon *d)
 {
-	instances_drain(d);
+	drain_rings(d, 4);
+	probes_quiesce(d);
+	drain_rings(d, 64);
+	for_each_in_flow(d, false, flush_one);
 	for_each_in_flow(d, false, detach_one);
 }
 
@@ -525,13 +616,19 @@ static void print_summary(struct nt_daemon *d)
 		fprintf(stderr, "  %-22s %-9s %-11s %12llu %12llu %10llu\n",
 			inst->name, nt_kind_name(inst->lib.desc.kind),
 			state_name(inst->st), (unsigned long long)inst->events_in,
-			(unsigned long long)inst->events_out,
+			(unsigned long long)nt_instance_events_out(inst),
 			(unsigned long long)__atomic_load_n(&inst->dropped,
 							    __ATOMIC_RELAXED));
 	}
 	fprintf(stderr, "  %-22s %-9s %-11s %12llu %12s %10llu\n", "core", "bus",
 		"-", (unsigned long long)d->core.events_in, "-",
 		(unsigned long long)d->core.dropped);
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0) /* every thread of ntcore, no child */
+		fprintf(stderr, "  ntcore's own CPU time: %.3f s user, %.3f s system; peak RSS %ld MB\n",
+			(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+			(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
+			ru.ru_maxrss / 1024);
 	if (d->child > 0 && d->child_exited) {
 		if (WIFEXITED(d->child_status))
 			fprintf(stderr, "  target pid %d exited with status %d\n",
@@ -627,13 +724,17 @@ bool nt_daemon_stop_now(struct nt_daemon *d)
 {
 	struct signalfd_siginfo si;
 
+	/* A sink's thread (sinks.h) only reads the flag: the signalfd and
+	 * the loop are the loop thread's. */
+	if (!nt_on_loop_thread(d))
+		return __atomic_load_n(&d->hurry, __ATOMIC_ACQUIRE);
 	while (d->stop_fd >= 0 &&
 	       read(d->stop_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (!d->hurry)
 			nt_log(NT_LOG_WARN, NULL,
 			       "signal %u while stopping: not waiting any longer",
 			       si.ssi_signo);
-		d->hurry = true;
+		__atomic_store_n(&d->hurry, true, __ATOMIC_RELEASE);
 		stop_loop(d); /* a signal during a reload stops the run after it */
 	}
 	return d->hurry;
@@ -645,7 +746,8 @@ static int signal_one(struct nt_daemon *d, struct nt_instance *inst)
 {
 	int signo = d->pending_signal;
 
-	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, on_signal))
+	if (inst->st == NT_ST_ATTACHED && NT_DESC_HAS(&inst->lib.desc, on_signal) &&
+	    !nt_sink_post_signal(inst, signo))
 		inst->lib.desc.on_signal(inst->state, signo);
 	return 0;
 }
@@ -692,11 +794,23 @@ static void on_duration(struct ev_loop *loop, ev_timer *w, int revents)
 	stop_loop(w->data);
 }
 
+#define TRIM_EVERY 10 /* selfsync ticks (s) between two malloc_trim */
+
 static void on_selfsync(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct nt_daemon *d = w->data;
+
 	(void)loop;
 	(void)revents;
-	nt_daemon_sync_self_metrics(w->data);
+	nt_daemon_sync_self_metrics(d);
+	/* Freed heap goes back to the kernel: glibc keeps what fragments the
+	 * heap (symbol tables of processes that left, a burst's buffers),
+	 * 6 MB after a minute of training.conf. A trim walks the free lists:
+	 * well under a millisecond for a heap this size. */
+	if (++d->trim_ticks >= TRIM_EVERY) {
+		d->trim_ticks = 0;
+		malloc_trim(0);
+	}
 }
 
 static void on_exits(struct ev_loop *loop, ev_io *w, int revents)
@@ -774,6 +888,9 @@ static int config_validate(const struct nt_daemon *d, const struct nt_config *cf
 	shadow->targets = d->targets; /* borrowed, read only */
 	shadow->core.d = shadow;
 	shadow->stop_fd = -1;
+	/* no loop: sinks get no queue or thread here (sinks.h), and init
+	 * runs on this thread, so every host function is allowed */
+	pthread_mutex_init(&shadow->outputs_lock, NULL);
 	nt_bus_init(&shadow->bus, deliver);
 	nt_registry_init(&shadow->reg);
 	register_self_metrics(shadow);
@@ -786,6 +903,7 @@ static int config_validate(const struct nt_daemon *d, const struct nt_config *cf
 	instances_free(shadow);
 	nt_bus_fini(&shadow->bus);
 	nt_registry_fini(&shadow->reg);
+	pthread_mutex_destroy(&shadow->outputs_lock);
 	free(shadow);
 	return status;
 }
@@ -958,6 +1076,9 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 	d->stop_fd = -1;
 	d->start_mono_ns = nt_mono_ns();
 	d->wall_offset_ns = wall_offset();
+	d->loop_thread = pthread_self();
+	d->loop_thread_set = true;
+	pthread_mutex_init(&d->outputs_lock, NULL);
 	nt_bus_init(&d->bus, deliver);
 	nt_registry_init(&d->reg);
 	nt_symbolizer_init(&d->sym);
@@ -999,6 +1120,8 @@ static void daemon_fini(struct nt_daemon *d)
 	if (d->ident.buckets)
 		nt_ident_cache_fini(&d->ident);
 	nt_config_free(&d->cfg);
+	nt_sinks_fini(d);
+	pthread_mutex_destroy(&d->outputs_lock);
 	if (d->stop_fd >= 0)
 		close(d->stop_fd);
 	if (d->loop)
@@ -1087,6 +1210,7 @@ static int daemon_prepare(struct nt_daemon *d)
 		nt_log(NT_LOG_ERROR, NULL, "cannot create the event loop");
 		return 1;
 	}
+	nt_sinks_init(d);
 	if (d->opt.check_only) {
 		/* init validates what a schema cannot (a listen address, a
 		 * device name); it loads no BPF, so it is safe here. */

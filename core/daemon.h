@@ -8,6 +8,7 @@
 #define NTCORE_CORE_DAEMON_H
 
 #include <ev.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,6 +37,7 @@ enum nt_inst_state {
 };
 
 struct nt_watch;
+struct nt_sinkq;
 
 struct nt_instance {
 	struct nt_daemon *d;
@@ -53,6 +55,12 @@ struct nt_instance {
 	uint64_t events_in, events_out, synced_in, synced_out;
 	uint64_t dropped; /* written from any thread: atomics */
 	uint32_t poll_errors;
+	/* sinks: their own queue and thread (sinks.h), NULL for the others */
+	struct nt_sinkq *q;
+	uint64_t q_drops_synced;
+	uint32_t sink_poll_errors; /* the sink's thread's own */
+	int sink_failed;           /* atomic: -errno of a poll that kept failing */
+	bool warned_thread;        /* atomic: a loop-only host call was refused */
 	bool config_failed; /* init reported a config error: exit 2 */
 	bool inited;        /* init succeeded: fini is owed */
 };
@@ -89,6 +97,7 @@ struct nt_daemon {
 	bool vmlinux_btf_tried;  /* parsed, or found missing, once per run */
 	uint32_t exit_type, exec_type;
 	uint64_t bus_drops_synced;
+	uint32_t trim_ticks; /* selfsync ticks since the last malloc_trim */
 	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build, *m_ident;
 	pid_t child;
 	int child_gate;
@@ -106,6 +115,12 @@ struct nt_daemon {
 	bool hurry;    /* a stop signal came during the shutdown: no more waiting */
 	ev_io stop_io;
 	ev_signal sig_hup, sig_usr1, sig_usr2;
+	pthread_mutex_t outputs_lock; /* output_written may come from a sink's thread */
+	pthread_t loop_thread;
+	bool loop_thread_set;
+	ev_async sink_async;     /* sink threads ask the loop for something */
+	ev_prepare sink_prepare; /* commit the sinks' queues before blocking */
+	size_t sink_queue_bytes; /* each sink's queue (NTCORE_SINK_QUEUE_KB) */
 	ev_child child_watch;
 	ev_timer duration_timer, selfsync_timer, grace_timer;
 	ev_timer watchdog_timer; /* systemd WATCHDOG=1 (notify.h) */

@@ -11,15 +11,9 @@
 
 #include <bpf/btf.h>
 
+#include "btfshare.h"
 #include "log.h"
-
-struct nt_watch {
-	struct nt_instance *inst;
-	uint32_t token;
-	bool is_timer;
-	ev_io io;
-	ev_timer timer;
-};
+#include "sinks.h"
 
 static void host_log(struct nt_instance *inst, int level, const char *fmt, ...)
 {
@@ -41,6 +35,25 @@ static void host_vlog(struct nt_instance *inst, int level, const char *fmt,
 	if (level > inst->log_level)
 		return;
 	nt_daemon_vlog(inst->d, level, inst->prefix, fmt, ap);
+}
+
+bool nt_on_loop_thread(const struct nt_daemon *d)
+{
+	return !d->loop_thread_set || pthread_equal(pthread_self(), d->loop_thread);
+}
+
+/* The loop thread's host functions, called from elsewhere (a sink's
+ * consume, poll or on_signal, which run on the sink's own thread): refused,
+ * and said once per instance. */
+static bool loop_only(struct nt_instance *inst, const char *fn)
+{
+	if (nt_on_loop_thread(inst->d))
+		return true;
+	if (!__atomic_exchange_n(&inst->warned_thread, true, __ATOMIC_RELAXED))
+		nt_daemon_log(inst->d, NT_LOG_ERROR, inst->prefix,
+			      "host->%s called off the loop thread (a sink's ops run on the sink's own thread): refused",
+			      fn);
+	return false;
 }
 
 static const char *host_instance_name(const struct nt_instance *inst)
@@ -71,6 +84,8 @@ static int host_register_schema(struct nt_instance *inst,
 				const struct nt_schema *schema)
 {
 	const char *why = NULL;
+	if (!loop_only(inst, "register_schema"))
+		return -EPERM;
 	int id = nt_bus_register(&inst->d->bus, inst, schema, &why);
 
 	if (id < 0)
@@ -81,12 +96,16 @@ static int host_register_schema(struct nt_instance *inst,
 
 static int host_publish(struct nt_instance *inst, const struct nt_event_hdr *ev)
 {
+	if (!loop_only(inst, "publish"))
+		return -EPERM;
 	inst->events_in++;
 	return nt_bus_publish(&inst->d->bus, ev);
 }
 
 static int host_subscribe(struct nt_instance *inst, const char *pattern)
 {
+	if (!loop_only(inst, "subscribe"))
+		return -EPERM;
 	return nt_bus_subscribe(&inst->d->bus, inst, pattern);
 }
 
@@ -121,7 +140,8 @@ static void on_watch_io(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	nt_instance_poll(watch->inst, watch->token);
+	if (!nt_sink_post_poll(watch->inst, watch))
+		nt_instance_poll(watch->inst, watch->token);
 }
 
 static void on_watch_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -130,7 +150,8 @@ static void on_watch_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	nt_instance_poll(watch->inst, watch->token);
+	if (!nt_sink_post_poll(watch->inst, watch))
+		nt_instance_poll(watch->inst, watch->token);
 }
 
 static struct nt_watch *watch_new(struct nt_instance *inst, uint32_t token)
@@ -155,6 +176,8 @@ static int host_watch_fd(struct nt_instance *inst, int fd, uint32_t token)
 
 	if (fd < 0)
 		return -EBADF;
+	if (!loop_only(inst, "watch_fd"))
+		return -EPERM;
 	if (!(w = watch_new(inst, token)))
 		return -ENOMEM;
 	ev_io_init(&w->io, on_watch_io, fd, EV_READ);
@@ -170,6 +193,8 @@ static int host_add_timer(struct nt_instance *inst, uint64_t interval_ms,
 
 	if (!interval_ms)
 		return -EINVAL;
+	if (!loop_only(inst, "add_timer"))
+		return -EPERM;
 	if (!(w = watch_new(inst, token)))
 		return -ENOMEM;
 	w->is_timer = true;
@@ -230,6 +255,8 @@ static size_t host_target_pids(const struct nt_instance *inst, uint32_t *out,
 static int host_symbolize(struct nt_instance *inst, uint32_t pid, uint64_t addr,
 			  struct nt_symbol *out)
 {
+	if (!loop_only(inst, "symbolize"))
+		return -EPERM;
 	return nt_symbolize(&inst->d->sym, pid, addr, out);
 }
 
@@ -255,6 +282,8 @@ static const struct btf *host_vmlinux_btf(struct nt_instance *inst)
 	if (!d->vmlinux_btf_tried) {
 		d->vmlinux_btf_tried = true;
 		d->vmlinux_btf = btf__load_vmlinux_btf();
+		if (d->vmlinux_btf)
+			nt_btfshare_pin(); /* valid until exit, as the ABI says */
 		if (!d->vmlinux_btf)
 			host_log(inst, NT_LOG_DEBUG,
 				 "no kernel BTF (/sys/kernel/btf/vmlinux): %s",
@@ -265,8 +294,9 @@ static const struct btf *host_vmlinux_btf(struct nt_instance *inst)
 
 void nt_host_release(struct nt_daemon *d)
 {
-	btf__free(d->vmlinux_btf);
+	/* the same parse libbpf's loads shared (btfshare.c) */
 	d->vmlinux_btf = NULL;
+	nt_btfshare_release();
 	d->vmlinux_btf_tried = false;
 }
 
@@ -292,6 +322,8 @@ static int host_child_setenv(struct nt_instance *inst, const char *name,
 
 	if (!len || strchr(name, '=') || !value)
 		return -EINVAL;
+	if (!loop_only(inst, "child_setenv"))
+		return -EPERM;
 	if (d->child <= 0 || d->child_gate < 0)
 		return -ESRCH;
 	/* the child's environment is the daemon's as it was at the fork */
@@ -323,7 +355,10 @@ static int host_child_setenv(struct nt_instance *inst, const char *name,
 static void host_output_written(struct nt_instance *inst, const char *path,
 				const char *what)
 {
-	if (nt_outputs_add(&inst->d->outputs, path, what))
+	pthread_mutex_lock(&inst->d->outputs_lock);
+	int err = nt_outputs_add(&inst->d->outputs, path, what);
+	pthread_mutex_unlock(&inst->d->outputs_lock);
+	if (err)
 		host_log(inst, NT_LOG_WARN, "wrote %s", path); /* say it now, then */
 }
 

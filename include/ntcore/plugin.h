@@ -28,12 +28,29 @@
  *  1.3 added nt_host.child_setenv (the environment of the -- CMD child);
  *  1.4 added nt_plugin_desc.on_signal (SIGUSR1 and SIGUSR2 to plugins)
  *      and nt_host.output_written (files to name at the end of the run);
- *  1.5 added nt_host.stop_now (a second SIGINT/SIGTERM ends a sink's wait).
+ *  1.5 added nt_host.stop_now (a second SIGINT/SIGTERM ends a sink's wait);
+ *  1.6 added nt_plugin_desc.quiesce (stop producing before the last read
+ *      of the rings at shutdown); sinks' consume, poll and on_signal run
+ *      on the sink's own thread (see Threads).
  *
  * Threads: every op and every host function is called on the daemon's single
  * loop thread, except the metric_* functions, metrics_visit, count_drop and
  * vlog, which are safe from any thread (a sink may serve metrics or log from
- * its own thread).
+ * its own thread), and except:
+ *  - a sink's consume, and its poll and on_signal while the loop runs, are
+ *    called on the sink's own thread, behind its own bounded queue (a sink
+ *    that falls behind loses its own events, counted as
+ *    ntcore_events_dropped_total{stage="sink_queue"}, and nobody waits for
+ *    it). They are never called concurrently with each other or with the
+ *    sink's other ops, which stay on the loop thread (init, attach, flush,
+ *    detach, fini). From the sink's thread the host's loop-thread
+ *    functions (publish, subscribe, register_schema, watch_fd, add_timer,
+ *    symbolize, child_setenv) are refused with -EPERM; log, instance_name,
+ *    wall_ns, schema_of, target_pids, config_file, output_written and
+ *    stop_now (which there only reports a stop already asked for) may be
+ *    called there;
+ *  - quiesce (1.6) runs on a thread of its own, at the same time as the
+ *    other probes' quiesce.
  */
 #ifndef NTCORE_PLUGIN_H
 #define NTCORE_PLUGIN_H
@@ -46,7 +63,7 @@
 #include "event.h"
 
 #define NT_ABI_MAJOR 1
-#define NT_ABI_MINOR 5
+#define NT_ABI_MINOR 6
 
 /* The one exported data symbol of every plugin .so. */
 #define NT_PLUGIN_SYMBOL "ntcore_plugin"
@@ -344,7 +361,10 @@ struct nt_host {
 	 * one that arrives during the shutdown): whatever a plugin still waits
 	 * for in flush or detach (a sink's shutdown grace), it stops waiting
 	 * and counts what it gives up as dropped. Cheap (one non-blocking
-	 * read); call it every 100 ms or so while waiting. Loop thread only. */
+	 * read); call it every 100 ms or so while waiting. From a sink's own
+	 * thread (1.6) it only reports a stop asked for already. A second
+	 * signal also ends the core's wait for a sink's queue: what is still
+	 * queued is counted as dropped (stage sink_queue). */
 	bool (*stop_now)(struct nt_instance *inst);
 };
 
@@ -380,6 +400,17 @@ struct nt_host {
  *          (`signo`): a user asks for something now (the trace sink writes
  *          its flight recorder out). Called on the loop thread, for every
  *          attached instance that has the op, sinks last.
+ * quiesce  (1.6, optional, probes) stop producing: detach the BPF programs
+ *          (nothing more is written to the rings) but keep the rings, maps
+ *          and watched fds readable. At shutdown and reload the core reads
+ *          the rings, calls quiesce of every attached probe at once, each on
+ *          a thread of its own (releasing a uprobe or tracepoint waits for a
+ *          kernel grace period: together they share one), then reads the
+ *          rings again until they are empty (poll), flushes and detaches: an
+ *          event produced before quiesce returned is delivered or counted.
+ *          Touch only the plugin's own state; of the host functions only
+ *          the thread-safe ones (see Threads). Without the op, a probe is
+ *          detached after the last read as before.
  *
  * Required: init, attach, poll, detach, fini; consume for detectors and
  * sinks. The loader refuses a descriptor that lacks one, naming it.
@@ -410,6 +441,8 @@ struct nt_plugin_desc {
 	void (*flush)(void *state);
 	/* --- ABI 1.4 (SIGUSR1/SIGUSR2 to plugins) --- */
 	void (*on_signal)(void *state, int signo);
+	/* --- ABI 1.6 (stop producing before the last read) --- */
+	void (*quiesce)(void *state);
 };
 
 #define NT_DESC_HAS(desc, member)                                              \

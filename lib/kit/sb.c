@@ -124,13 +124,23 @@ static char *u64_digits(uint64_t v, char *end)
 	return p;
 }
 
+static const uint64_t pow10_table[20] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+	10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+	100000000000ull, 1000000000000ull, 10000000000000ull,
+	100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+	100000000000000000ull, 1000000000000000000ull,
+	10000000000000000000ull,
+};
+
+/* Decimal digits of v: log10 from the bit length (1233/4096 ~ log10(2)),
+ * then one comparison; no division. */
 static unsigned u64_len(uint64_t v)
 {
-	unsigned n = 1;
+	uint64_t x = v | 1; /* 0 has one digit, as 1 has */
+	unsigned t = ((64 - (unsigned)__builtin_clzll(x)) * 1233) >> 12;
 
-	for (; v >= 10000; v /= 10000)
-		n += 4;
-	return n + (v >= 10) + (v >= 100) + (v >= 1000);
+	return t + 1 - (x < pow10_table[t]);
 }
 
 /* Room for n more bytes already there: the fast paths write in place. */
@@ -360,4 +370,71 @@ void nt_sb_printf(struct nt_sb *b, const char *fmt, ...)
 		va_end(ap);
 	}
 	b->len += (size_t)n;
+}
+
+/* ------------------------------------------------------------------ */
+/* The cursor API: room checked once per record                        */
+/* ------------------------------------------------------------------ */
+
+char *nt_sb_cursor(struct nt_sb *b, size_t worst)
+{
+	if (!nt_sb__room(b, worst))
+		return NULL;
+	return b->buf + b->len;
+}
+
+char *nt_fmt_u64(char *p, uint64_t v)
+{
+	char *end = p + u64_len(v);
+
+	u64_digits(v, end);
+	return end;
+}
+
+char *nt_fmt_i64(char *p, int64_t v)
+{
+	if (v >= 0)
+		return nt_fmt_u64(p, (uint64_t)v);
+	*p++ = '-';
+	return nt_fmt_u64(p, 0 - (uint64_t)v);
+}
+
+char *nt_fmt_hex(char *p, uint64_t v)
+{
+	unsigned n = 1;
+
+	for (uint64_t x = v >> 4; x; x >>= 4)
+		n++;
+	for (unsigned i = n; i > 0; i--, v >>= 4)
+		p[i - 1] = hex_digits[v & 0xf];
+	return p + n;
+}
+
+char *nt_fmt_json_str(char *p, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, took;
+
+	*p++ = '"';
+	/* 8 plain bytes a step, stored as they are read; the first word
+	 * with a NUL or a byte to escape goes to the loop below */
+	for (; i + 8 <= n; i += 8, p += 8) {
+		uint64_t w;
+		memcpy(&w, u + i, 8);
+		if (((w - 0x20 * ONES) & ~w & HIGHS) | (w & HIGHS) |
+		    any_zero(w ^ (0x7f * ONES)) | any_zero(w ^ ('"' * ONES)) |
+		    any_zero(w ^ ('\\' * ONES)))
+			break;
+		memcpy(p, &w, 8);
+	}
+	while (i < n && u[i]) {
+		if (json_plain[u[i]]) {
+			*p++ = (char)u[i++];
+			continue;
+		}
+		p += json_special(u + i, n - i, p, &took);
+		i += took;
+	}
+	*p++ = '"';
+	return p;
 }

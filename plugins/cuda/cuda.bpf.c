@@ -34,6 +34,11 @@
 const volatile bool stacks_on = false;
 const volatile bool launch_events = false;
 const volatile bool enter_events = false;
+/* Launch records wake the reader only once this much waits (set from the
+ * ring's size): one wake-up per record cost a context switch each, and at
+ * 400k launches/s the reader fell behind. Every other record (a call, an
+ * error, an OOM) wakes it at once, so alerts do not wait. */
+const volatile __u64 launch_wake_bytes = 65536;
 const volatile __u64 fn_threshold_ns[NT_CUDA_FN_MAX] = {};
 
 struct {
@@ -185,7 +190,16 @@ static __always_inline void fill_hdr(struct nt_event_hdr *h, __u32 type,
 
 static __always_inline void output(void *rec, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, rec, size, 0))
+	if (bpf_ringbuf_output(&events, rec, size, BPF_RB_FORCE_WAKEUP))
+		nt_count_drop();
+}
+
+static __always_inline void output_launch(void *rec, __u64 size)
+{
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= launch_wake_bytes
+			      ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_output(&events, rec, size, flags))
 		nt_count_drop();
 }
 
@@ -567,7 +581,11 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 		if (size > sizeof(*rl))
 			size = sizeof(*rl);
 		rl->hdr.size = size;
-		output(rl, size);
+		/* the first launch of a kernel names it: at once */
+		if (first)
+			output(rl, size);
+		else
+			output_launch(rl, size);
 	}
 	return 0;
 }

@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "cuda.bpf.skel.h"
@@ -106,8 +107,8 @@ static const struct nt_cfg_key cuda_config[] = {
 	  .desc = "extra CUDA runtime/driver files (or glob patterns) to probe from the start" },
 	KEY(interval_ms, NT_CFG_INT, "1000", 50, 3600000,
 	    "how often launch counts and function-table statistics are copied into the metrics (ms)"),
-	KEY(ringbuf_kb, NT_CFG_INT, "8192", 64, 1048576,
-	    "BPF ring buffer size in KiB (a power of two)"),
+	KEY(ringbuf_kb, NT_CFG_INT, "0", 0, 1048576,
+	    "BPF ring buffer size in KiB (a power of two); 0: 8192 with launch_events, else 2048 (the ring is mapped into ntcore: it counts in its RSS)"),
 	KEY(report, NT_CFG_BOOL, "true", 1, 0,
 	    "publish a cuda.report text summary when a traced process exits"),
 	KEY(max_series, NT_CFG_INT, "10000", 16, 1000000,
@@ -1381,9 +1382,10 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	const struct cuda_cfg *cfg = config;
 	struct cuda *c;
 
-	if (cfg->ringbuf_kb & (cfg->ringbuf_kb - 1))
+	if ((cfg->ringbuf_kb & (cfg->ringbuf_kb - 1)) ||
+	    (cfg->ringbuf_kb && cfg->ringbuf_kb < 64))
 		return host->config_error(inst, "ringbuf_kb",
-					  "must be a power of two, not %" PRId64,
+					  "must be 0 or a power of two from 64, not %" PRId64,
 					  cfg->ringbuf_kb);
 	if (cfg->functions.n > NT_CUDA_FN_MAX)
 		return host->config_error(inst, "functions",
@@ -1541,7 +1543,13 @@ static int reopen(struct cuda *c, struct cuda_bpf **out)
 	for (size_t i = 0; i < c->nfns; i++)
 		s->rodata->fn_threshold_ns[i] = c->fns[i].threshold_ns;
 	set_lib_prefixes(c);
-	bpf_map__set_max_entries(s->maps.events, (uint32_t)cfg->ringbuf_kb * 1024);
+	/* a launch event per launch needs room for bursts; without them the
+	 * ring carries calls and first launches only */
+	bpf_map__set_max_entries(s->maps.events,
+				 (uint32_t)(cfg->ringbuf_kb ? cfg->ringbuf_kb
+							    : cfg->launch_events ? 8192 : 2048) * 1024);
+	/* a 32nd of the ring: a wake-up per few hundred launch records */
+	s->rodata->launch_wake_bytes = (uint64_t)bpf_map__max_entries(s->maps.events) / 32;
 	err = nt_bpf_use_targets(c->host, c->inst, s->maps.nt_targets,
 				 &s->rodata->nt_filter_on);
 	if (err)
@@ -1662,6 +1670,10 @@ static int cuda_attach(void *state)
 		}
 	}
 	err = c->host->add_timer(c->inst, (uint64_t)cfg->interval_ms, TOK_TICK);
+	/* launch records wake the loop in batches: read them at least every
+	 * 100 ms when few come */
+	if (!err && cfg->launch_events)
+		err = c->host->add_timer(c->inst, 100, TOK_RING);
 	if (err)
 		goto fail;
 	c->attached = true;
@@ -1740,20 +1752,23 @@ static void cuda_detach(void *state)
 			sync_fns(c, 0);
 		}
 	}
+	struct nt_linkset links = {0};
 	for (size_t i = 0; i < c->nlibs; i++) {
-		nt_uprobes_release(&c->libs[i].fallback);
-		nt_uprobes_release(&c->libs[i].up);
+		nt_uprobes_move(&c->libs[i].fallback, &links);
+		nt_uprobes_move(&c->libs[i].up, &links);
 		free(c->libs[i].path);
 	}
+	for (int i = 0; i < 3; i++) {
+		nt_linkset_add(&links, c->tp_links[i]);
+		c->tp_links[i] = NULL;
+	}
+	/* one grace period for all of them, not one each (kit/links.h) */
+	nt_linkset_release(&links);
 	c->fallback_on = false;
 	c->n_driver_libs = 0;
 	free(c->libs);
 	c->libs = NULL;
 	c->nlibs = c->caplibs = 0;
-	for (int i = 0; i < 3; i++) {
-		bpf_link__destroy(c->tp_links[i]);
-		c->tp_links[i] = NULL;
-	}
 	ring_buffer__free(c->rb);
 	c->rb = NULL;
 	if (c->lslots)
@@ -1765,6 +1780,25 @@ static void cuda_detach(void *state)
 	cuda_bpf__destroy(c->skel);
 	c->skel = NULL;
 	c->attached = false;
+}
+
+/* Stop producing (ABI 1.6): every uprobe and the library-discovery
+ * tracepoints go, all at once; the ring and maps stay for the core's last
+ * read. A target held at a library's load (stop_on_load) is let go. */
+static void cuda_quiesce(void *state)
+{
+	struct cuda *c = state;
+	struct nt_linkset links = {0};
+
+	for (size_t i = 0; i < c->nlibs; i++) {
+		nt_uprobes_move(&c->libs[i].fallback, &links);
+		nt_uprobes_move(&c->libs[i].up, &links);
+	}
+	for (int i = 0; i < 3; i++) {
+		nt_linkset_add(&links, c->tp_links[i]);
+		c->tp_links[i] = NULL;
+	}
+	nt_linkset_release(&links);
 }
 
 static void cuda_fini(void *state)
@@ -1795,6 +1829,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = cuda_attach,
 	.poll = cuda_poll,
 	.detach = cuda_detach,
+	.quiesce = cuda_quiesce,
 	.fini = cuda_fini,
 	.consume = cuda_consume,
 	.flush = cuda_flush,

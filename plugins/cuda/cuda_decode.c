@@ -117,6 +117,7 @@ static void proc_free(struct nt_cuda_proc *p)
 
 void nt_cuda_state_fini(struct nt_cuda_state *st)
 {
+	nt_cuda_sc_fini(&st->stacks);
 	for (size_t i = 0; i < st->capprocs; i++)
 		proc_free(st->procs[i]);
 	free(st->procs);
@@ -180,6 +181,7 @@ void nt_cuda_proc_drop(struct nt_cuda_state *st, uint32_t pid)
 {
 	size_t i, j;
 
+	nt_cuda_sc_forget_pid(&st->stacks, pid);
 	if (!st->capprocs)
 		return;
 	for (i = nt_cuda_mix64(pid) & (st->capprocs - 1);; i = (i + 1) & (st->capprocs - 1)) {
@@ -503,7 +505,9 @@ size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 			    const uint64_t *ips, uint32_t n, char *buf,
 			    size_t cap, const char *top)
 {
-	size_t end, pos;
+	size_t end, pos, kept;
+	bool named = true; /* every frame named with its module: cacheable */
+	const char *text;
 
 	if (!cap)
 		return 0;
@@ -511,6 +515,11 @@ size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 	end = pos = cap - 1;
 	if (n > st->stack_depth)
 		n = st->stack_depth;
+	if ((text = nt_cuda_sc_get(&st->stacks, pid, ips, n, top, &kept)) &&
+	    kept < cap) {
+		memcpy(buf, text, kept + 1);
+		return kept;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct nt_symbol sym = {0};
 		char frame[512];
@@ -528,6 +537,7 @@ size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 			sym.name = top;
 			rc = 0;
 		}
+		named &= rc >= 0 && sym.module && sym.module[0];
 		size_t w = (size_t)format_frame(frame, sizeof(frame), ips[i], rc, &sym);
 		size_t need = w + (pos < end ? 1 : 0);
 		if (!w || need > pos)
@@ -539,6 +549,8 @@ size_t nt_cuda_format_stack(struct nt_cuda_state *st, uint32_t pid,
 	}
 	buf[end] = '\0';
 	memmove(buf, buf + pos, end - pos + 1);
+	if (named)
+		nt_cuda_sc_put(&st->stacks, pid, ips, n, top, buf, end - pos);
 	return end - pos;
 }
 

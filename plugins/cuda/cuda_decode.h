@@ -11,6 +11,7 @@
 #ifndef NTCORE_CUDA_DECODE_H
 #define NTCORE_CUDA_DECODE_H
 
+#include "stackcache.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -115,6 +116,7 @@ struct nt_cuda_state {
 	uint32_t stack_depth;         /* frames kept in a formatted stack */
 	struct nt_cuda_proc **procs;  /* open addressing on pid */
 	size_t nprocs, capprocs;
+	struct nt_cuda_stack_cache stacks; /* formatted stacks (stackcache.h) */
 };
 
 void nt_cuda_state_init(struct nt_cuda_state *st, nt_cuda_sym_fn sym,

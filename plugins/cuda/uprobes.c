@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 
 static int add_link(struct nt_uprobes *u, struct bpf_link *link)
 {
@@ -67,10 +68,18 @@ int nt_uprobes_attach(struct nt_uprobes *u, struct bpf_program *prog,
 
 void nt_uprobes_release(struct nt_uprobes *u)
 {
+	/* each release waits for a grace period: together they share one */
+	nt_links_release_parallel(u->links, u->nlinks, u->mfds, u->nmfds);
+	free(u->links);
+	memset(u, 0, sizeof(*u));
+}
+
+void nt_uprobes_move(struct nt_uprobes *u, struct nt_linkset *ls)
+{
 	for (size_t k = 0; k < u->nlinks; k++)
-		bpf_link__destroy(u->links[k]);
+		nt_linkset_add(ls, u->links[k]);
 	for (size_t k = 0; k < u->nmfds; k++)
-		close(u->mfds[k]);
+		nt_linkset_add_fd(ls, u->mfds[k]);
 	free(u->links);
 	memset(u, 0, sizeof(*u));
 }

@@ -43,5 +43,9 @@ int nt_uprobes_attach(struct nt_uprobes *u, struct bpf_program *prog,
 		      nt_uprobes_warn_fn warn, void *arg);
 /* Detach everything and free; the set is empty (and reusable) after. */
 void nt_uprobes_release(struct nt_uprobes *u);
+/* Hand every link over to `ls` (released later, in parallel with others:
+ * kit/links.h); the set is empty (and reusable) after. */
+struct nt_linkset;
+void nt_uprobes_move(struct nt_uprobes *u, struct nt_linkset *ls);
 
 #endif /* NTCORE_CUDA_UPROBES_H */

@@ -16,6 +16,7 @@
 #include <bpf/btf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "io.bpf.skel.h"
@@ -289,6 +290,18 @@ static const char *dev_name_cb(void *arg, uint32_t dev)
 }
 
 /* ---- init ------------------------------------------------------------- */
+
+/* Stop producing (ABI 1.6): the skeleton's links go, all at once; the ring
+ * and maps stay for the core's last read. */
+static void io_quiesce(void *state)
+{
+	struct io_state *st = state;
+	struct nt_linkset ls = {0};
+
+	if (st->skel)
+		nt_linkset_take_skeleton(&ls, st->skel->skeleton);
+	nt_linkset_release(&ls);
+}
 
 static void io_fini(void *state);
 
@@ -877,6 +890,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = io_attach,
 	.poll = io_poll,
 	.detach = io_detach,
+	.quiesce = io_quiesce,
 	.fini = io_fini,
 	.flush = io_flush,
 };

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "mem.h"
@@ -453,6 +454,9 @@ static struct mem_proc_info *proc_get(struct mem_state *st, uint32_t pid)
 	return p;
 }
 
+static void links_take(struct nt_linkset *ls, struct mem_link **links,
+		       size_t *n);
+
 static void *reaper_main(void *arg)
 {
 	struct mem_reaper *r = arg;
@@ -469,9 +473,9 @@ static void *reaper_main(void *arg)
 		r->q = NULL;
 		r->n = r->cap = 0;
 		pthread_mutex_unlock(&r->mu);
-		for (size_t i = 0; i < n; i++)
-			mem_link_destroy(&batch[i]);
-		free(batch);
+		struct nt_linkset ls = {0};
+		links_take(&ls, &batch, &n); /* together: one grace period */
+		nt_linkset_release(&ls);
 		pthread_mutex_lock(&r->mu);
 	}
 	pthread_mutex_unlock(&r->mu);
@@ -1729,6 +1733,36 @@ static int on_record(void *ctx, void *data, size_t size)
 /* Ops                                                                 */
 /* ------------------------------------------------------------------ */
 
+static void links_take(struct nt_linkset *ls, struct mem_link **links,
+		       size_t *n)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if ((*links)[i].link)
+			nt_linkset_add(ls, (*links)[i].link);
+		else
+			nt_linkset_add_fd(ls, (*links)[i].fd);
+	}
+	free(*links);
+	*links = NULL;
+	*n = 0;
+}
+
+/* Stop producing (ABI 1.6): every uprobe and tracepoint link goes, all at
+ * once; the ring and maps stay for the core's last read. */
+static void mem_quiesce(void *state)
+{
+	struct mem_state *st = state;
+	struct nt_linkset ls = {0};
+
+	for (size_t i = 0; i < st->n_procs; i++) {
+		links_take(&ls, &st->procs[i]->links, &st->procs[i]->n_links);
+		st->procs[i]->heap_attached = false;
+	}
+	links_take(&ls, &st->glinks, &st->n_glinks);
+	links_take(&ls, &st->tlinks, &st->n_tlinks);
+	nt_linkset_release(&ls);
+}
+
 static void mem_fini(void *state);
 
 static int mem_init(struct nt_instance *inst, const struct nt_host *host,
@@ -2137,6 +2171,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = mem_attach,
 	.poll = mem_poll,
 	.detach = mem_detach,
+	.quiesce = mem_quiesce,
 	.fini = mem_fini,
 	.consume = mem_consume,
 	.flush = mem_flush,

@@ -16,6 +16,7 @@
 #include <bpf/btf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "net.bpf.skel.h"
@@ -277,6 +278,20 @@ static const char *proto_name(uint8_t p)
 }
 
 /* ---- init ------------------------------------------------------------- */
+
+/* Stop producing (ABI 1.6): the skeleton's links and the cgroup socket
+ * program go, all at once; the ring and maps stay for the core's last read. */
+static void net_quiesce(void *state)
+{
+	struct net_state *st = state;
+	struct nt_linkset ls = {0};
+
+	if (st->skel)
+		nt_linkset_take_skeleton(&ls, st->skel->skeleton);
+	nt_linkset_add(&ls, st->cg_link);
+	st->cg_link = NULL;
+	nt_linkset_release(&ls);
+}
 
 static void net_fini(void *state);
 
@@ -921,6 +936,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = net_attach,
 	.poll = net_poll,
 	.detach = net_detach,
+	.quiesce = net_quiesce,
 	.fini = net_fini,
 	.flush = net_flush,
 };

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/kit/cfg.h"
 #include "nvl.h"
 #include "nvlink.h"
@@ -46,8 +47,8 @@ static const struct nt_cfg_key nvl_config[] = {
 		   "a dma_fence wait at least this long is published as dma_fence.wait (us)"),
 	NT_KEY_BOOL(S, xid_tracepoint, true,
 		    "the nvidia:nvidia_dev_xid tracepoint, where the NVIDIA module has it"),
-	NT_KEY_INT(S, ringbuf_kb, 4096, 4, 1048576,
-		   "BPF ring buffer size in KiB (a power of two; 128 bytes per NCCL call)"),
+	NT_KEY_INT(S, ringbuf_kb, 1024, 4, 1048576,
+		   "BPF ring buffer size in KiB (a power of two; 128 bytes per NCCL call; mapped into ntcore: it counts in its RSS)"),
 	NT_KEY_INT(S, max_series, 10000, 16, 1000000, "label sets kept per metric family"),
 };
 #undef S
@@ -309,6 +310,23 @@ static void nvl_detach(void *state)
 	nvl_comms_free(&s->comms);
 }
 
+/* Stop producing (ABI 1.6): the NCCL uprobes and the kernel tracepoints
+ * go, all at once; the ring stays for the core's last read (NVML is polled,
+ * not probed: it stops at detach). */
+static void nvl_quiesce(void *state)
+{
+	struct nvl *s = state;
+	struct nt_linkset ls = {0};
+
+	for (size_t i = 0; i < s->nlibs; i++)
+		nt_uprobes_move(&s->libs[i].up, &ls);
+	for (size_t i = 0; i < s->ntp; i++) {
+		nt_linkset_add(&ls, s->tp[i]);
+		s->tp[i] = NULL;
+	}
+	nt_linkset_release(&ls);
+}
+
 static void nvl_fini(void *state)
 {
 	struct nvl *s = state;
@@ -332,6 +350,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = nvl_attach,
 	.poll = nvl_poll,
 	.detach = nvl_detach,
+	.quiesce = nvl_quiesce,
 	.fini = nvl_fini,
 	.consume = nvl_consume,
 	.flush = nvl_flush,

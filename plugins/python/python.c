@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "python.bpf.skel.h"
@@ -102,8 +103,8 @@ static const struct nt_cfg_key py_config[] = {
 	    "functions in python.report and in the top-function metrics"),
 	KEY(report_interval_s, NT_CFG_INT, "0", 0, 86400,
 	    "publish stacks and reports every so often (s); 0 = at process exit and shutdown"),
-	KEY(ringbuf_kb, NT_CFG_INT, "4096", 64, 1048576,
-	    "BPF ring buffer size in KiB (a power of two)"),
+	KEY(ringbuf_kb, NT_CFG_INT, "1024", 64, 1048576,
+	    "BPF ring buffer size in KiB (a power of two; the reader is woken every 64 KiB; the ring is mapped into ntcore: it counts in its RSS)"),
 	KEY(max_stacks, NT_CFG_INT, "100000", 100, 10000000,
 	    "distinct stacks kept (further ones are counted as \"[other stacks]\")"),
 	KEY(native_stacks, NT_CFG_INT, "16384", 64, 1048576,
@@ -2248,6 +2249,34 @@ static void py_detach(void *state)
 	st->skel = NULL;
 }
 
+/* Stop producing (ABI 1.6): the samplers, the USDT probes and the
+ * tracepoints go, all at once; the ring and maps stay for the core's last
+ * read (the perf event fds are closed at detach). */
+static void py_quiesce(void *state)
+{
+	struct py_plugin *st = state;
+	struct nt_linkset ls = {0};
+	uint32_t it = 0;
+	uint64_t k;
+	void *v;
+
+	while (py_map_next(&st->procs, &it, &k, &v)) {
+		struct pyp *p = v;
+		nt_linkset_add(&ls, p->l_entry);
+		nt_linkset_add(&ls, p->l_return);
+		nt_linkset_add(&ls, p->l_exc);
+		p->l_entry = p->l_return = p->l_exc = NULL;
+	}
+	for (int i = 0; st->perf_links && i < st->n_cpus; i++) {
+		nt_linkset_add(&ls, st->perf_links[i]);
+		st->perf_links[i] = NULL;
+	}
+	nt_linkset_add(&ls, st->l_switch);
+	nt_linkset_add(&ls, st->l_exec);
+	st->l_switch = st->l_exec = NULL;
+	nt_linkset_release(&ls);
+}
+
 static int open_perf(struct py_plugin *st)
 {
 	struct perf_event_attr attr;
@@ -2455,6 +2484,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = py_attach,
 	.poll = py_poll,
 	.detach = py_detach,
+	.quiesce = py_quiesce,
 	.fini = py_fini,
 	.consume = py_consume,
 	.flush = py_flush,

@@ -63,6 +63,15 @@ struct {
 	__type(value, __u64);
 } map_full SEC(".maps");
 
+/* Run-queue samples of processes past max_processes, added to the "other"
+ * histogram (key 0, inserted by user space at load): folded, not lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} hist_folded SEC(".maps");
+
 static const struct sched_hist zero_hist;
 
 /* Kernels before 5.14 call it `state`. */
@@ -135,21 +144,67 @@ static __always_inline void hist_add(__u32 tgid, __u64 wait)
 	__u32 slot;
 
 	if (!h) {
-		if (bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST) &&
-		    key) {
-			/* Full: count it under key 0 ("other"). */
-			count_full();
+		long err = bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
+
+		if (err && err != -17 /* EEXIST: raced with another CPU */ && key) {
+			/* Full: the sample goes to "other" (key 0), which
+			 * always exists; folded, nothing lost. */
+			__u32 zero = 0;
+			__u64 *n = bpf_map_lookup_elem(&hist_folded, &zero);
+
+			if (n)
+				__sync_fetch_and_add(n, 1);
 			key = 0;
-			bpf_map_update_elem(&hists, &key, &zero_hist, BPF_NOEXIST);
 		}
 		h = bpf_map_lookup_elem(&hists, &key);
-		if (!h)
+		if (!h) { /* "other" missing: this one is lost */
+			count_full();
 			return;
+		}
 	}
 	slot = sched_hist_slot(wait);
 	if (slot < SCHED_HIST_SLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);
 	__sync_fetch_and_add(&h->sum_ns, wait);
+}
+
+/* The target decisions of the last two processes switched to on each CPU:
+ * a context switch asked the target map twice (a hash lookup each), and a
+ * training job switches between the same few processes. */
+struct tcache {
+	__u32 tgid[2];
+	__u8 ok[2];
+	__u8 next; /* the slot the next miss replaces */
+	__u8 pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tcache);
+} target_cache SEC(".maps");
+
+static __always_inline bool target_ok_cached(struct tcache *tc, __u32 tgid)
+{
+	bool ok;
+
+	if (!nt_filter_on)
+		return true;
+	if (tc && tgid) {
+		if (tc->tgid[0] == tgid)
+			return tc->ok[0];
+		if (tc->tgid[1] == tgid)
+			return tc->ok[1];
+	}
+	ok = nt_target_ok(tgid);
+	if (tc && tgid) {
+		__u8 slot = tc->next & 1;
+		tc->tgid[slot] = tgid;
+		tc->ok[slot] = ok;
+		tc->next = slot ^ 1;
+	}
+	return ok;
 }
 
 static __always_inline int on_switch(bool btf, bool preempt,
@@ -158,11 +213,14 @@ static __always_inline int on_switch(bool btf, bool preempt,
 {
 	__u32 ptgid = TASK_READ(btf, prev, tgid), ntgid = TASK_READ(btf, next, tgid);
 	__u32 ptid = TASK_READ(btf, prev, pid), ntid = TASK_READ(btf, next, pid);
-	bool pok = ptid && nt_target_ok(ptgid);
-	bool nok = ntid && nt_target_ok(ntgid);
-	__u64 now, slice = 0, wait = 0, prev_se = 0, next_se = 0;
-	__u32 cpu, state = 0, zero = 0;
+	__u32 zero = 0;
 	struct sched_cpu_last *cl = bpf_map_lookup_elem(&cpu_last, &zero);
+	struct tcache *tc = bpf_map_lookup_elem(&target_cache, &zero);
+	/* the thread this CPU switched to last was tracked: no need to ask */
+	bool pok = ptid && ((cl && cl->tid == ptid) || target_ok_cached(tc, ptgid));
+	bool nok = ntid && target_ok_cached(tc, ntgid);
+	__u64 now, slice = 0, wait = 0, prev_se = 0, next_se = 0;
+	__u32 cpu, state = 0;
 	struct sched_tstat *lost_s = NULL, *prev_s = NULL, *next_s = NULL;
 	struct sched_switch_ev *ev;
 

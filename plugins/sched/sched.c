@@ -25,6 +25,7 @@
 #include <linux/bpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/links.h"
 #include "ntcore/plugin.h"
 
 #include "sched.bpf.skel.h"
@@ -158,7 +159,7 @@ static const char *const l_prog[] = { "program" };
 static const char *const no_labels[1] = { NULL };
 
 enum { M_ON, M_OFF, M_RUNQ, M_CSW, M_MIGR, M_HIST, M_THREADS, M_BPF_RUNS,
-       M_BPF_SECS, M_N };
+       M_BPF_SECS, M_FOLDED, M_N };
 
 static const struct nt_metric_desc metric_tmpl[M_N] = {
 	[M_ON] = { "ntcore_sched_oncpu_seconds_total",
@@ -188,6 +189,9 @@ static const struct nt_metric_desc metric_tmpl[M_N] = {
 	[M_BPF_SECS] = { "ntcore_sched_bpf_run_seconds_total",
 			 "Time spent in each sched BPF program (kernel.bpf_stats_enabled = 1 only)",
 			 NT_METRIC_COUNTER, 1, l_prog, NULL, 0, 8 },
+	[M_FOLDED] = { "ntcore_sched_runqueue_folded_total",
+		       "Run-queue samples of processes past max_processes, counted in the pid=\"other\" histogram (not lost)",
+		       NT_METRIC_COUNTER, 0, NULL, NULL, 0, 1 },
 };
 
 /* ---- state --------------------------------------------------------- */
@@ -238,7 +242,7 @@ struct sched_state {
 	uint32_t tick;
 	uint32_t ring_budget, ring_n;
 	uint64_t start_ns;
-	uint64_t drops_reported, full_reported;
+	uint64_t drops_reported, full_reported, folded_reported;
 	struct sched_hist hist_all; /* at the last read */
 
 	__u32 *keys;
@@ -605,7 +609,12 @@ static void read_hists(struct sched_state *st)
 
 	memset(&st->hist_all, 0, sizeof(st->hist_all));
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (bpf_map_lookup_elem(fd, &next, &h) == 0) {
+		uint64_t n = 0;
+		bool got = bpf_map_lookup_elem(fd, &next, &h) == 0;
+		for (int i = 0; got && i < SCHED_HIST_SLOTS; i++)
+			n += h.slots[i];
+		/* "other" exists from the load on: a series once it has samples */
+		if (got && (n || next)) {
 			struct proc *p = proc_get(st, next);
 
 			sched_hist_merge(&st->hist_all, &h);
@@ -738,6 +747,13 @@ static void report_drops(struct sched_state *st)
 		st->host->count_drop(st->inst, "map_full",
 				     full - st->full_reported);
 		st->full_reported = full;
+	}
+	/* folded into "other": counted, but not as drops */
+	full = nt_bpf_percpu_sum(bpf_map__fd(st->skel->maps.hist_folded));
+	if (full > st->folded_reported) {
+		st->host->metric_add(st->m[M_FOLDED], no_labels,
+				     (double)(full - st->folded_reported));
+		st->folded_reported = full;
 	}
 }
 
@@ -989,6 +1005,11 @@ static int load(struct sched_state *st, bool btf)
 		sched_bpf__destroy(s);
 		return err;
 	}
+	/* "other" exists from the start: when the table is full, samples
+	 * fold into it instead of being lost */
+	__u32 other = 0;
+	static const struct sched_hist empty;
+	bpf_map_update_elem(bpf_map__fd(s->maps.hists), &other, &empty, BPF_NOEXIST);
 	st->skel = s;
 	st->btf = btf;
 	return 0;
@@ -1173,6 +1194,16 @@ static void sched_detach(void *state)
 	st->skel = NULL;
 }
 
+/* Stop producing (ABI 1.6): the links go, all at once (kit/links.h); the
+ * ring stays for the core's last read. */
+static void sched_quiesce(void *state)
+{
+	struct sched_state *st = state;
+
+	nt_links_release_parallel(st->links, NPROG, NULL, 0);
+	memset(st->links, 0, sizeof(st->links));
+}
+
 static void sched_fini(void *state)
 {
 	struct sched_state *st = state;
@@ -1201,6 +1232,7 @@ NT_PLUGIN_EXPORT = {
 	.attach = sched_attach,
 	.poll = sched_poll,
 	.detach = sched_detach,
+	.quiesce = sched_quiesce,
 	.fini = sched_fini,
 	.flush = sched_flush,
 };

@@ -332,3 +332,9 @@ int nt_folded_event(struct nt_buf *b, const struct nt_event_hdr *ev,
 	nt_buf_printf(b, " %llu\n", (unsigned long long)nt_event_uint(ev, count));
 	return b->len > start ? 0 : -1;
 }
+
+void nt_jsonl_value(struct nt_buf *b, const struct nt_event_hdr *ev,
+		    const struct nt_field *f)
+{
+	render_field(b, ev, f);
+}

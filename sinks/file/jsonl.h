@@ -31,6 +31,10 @@ void nt_json_string(struct nt_buf *b, const char *s, size_t n);
 void nt_jsonl_event(struct nt_buf *b, const struct nt_event_hdr *ev,
 		    const struct nt_schema *schema, uint64_t wall_ns);
 
+/* The value of one field as nt_jsonl_event writes it (no key). */
+void nt_jsonl_value(struct nt_buf *b, const struct nt_event_hdr *ev,
+		    const struct nt_field *f);
+
 /* One line per series of a metric family (file sink `metrics = true`). */
 void nt_jsonl_metric(struct nt_buf *b, uint64_t wall_ns,
 		     const struct nt_metric_desc *desc,

@@ -24,7 +24,7 @@ set -euo pipefail
 
 B=${1:?usage: cuda_detectors.sh BUILD_ROOT [SCENARIO...]}
 shift
-SCENARIOS=${*:-leak grow oom hang frag errors clean}
+SCENARIOS=${*:-leak grow oom oom_launch hang frag errors clean}
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$HERE/cuda_detectors
 NTCORE=$B/core/ntcore
@@ -51,7 +51,7 @@ export NTCORE_PLUGIN_PATH=$B/plugins:$B/plugins/cuda/detectors:$B/sinks
 T=$(mktemp -d /tmp/ntcore-cudadet.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
-for w in leak grow oom hang frag errors clean; do
+for w in leak grow oom oom_launch hang frag errors clean; do
 	"$CC" -std=gnu11 -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls \
 		-rdynamic -I"$FX_INC" "$SRC/$w.c" -o "$T/$w" \
 		-L"$FIX" -l:libcudart.so.13 -Wl,-rpath,"$FIX" -lpthread ||
@@ -114,6 +114,13 @@ for s in $SCENARIOS; do
 		write_conf oom "" "" "" "" ""
 		run oom "$T/oom"
 		check oom "$T" ;;
+	oom_launch)
+		# a launch record per launch, at the fixture's full launch rate:
+		# the alerts may not wait behind them, none may be lost
+		write_conf oom_launch "" "" "" "" ""
+		sed -i 's/"cuda.launch", //' "$T/oom_launch.conf" # not written: counted
+		run oom_launch "$T/oom_launch"
+		check oom_launch "$T" ;;
 	hang)
 		for how in idle busy blocked; do
 			write_conf hang-$how "" "" "" "" "timeout_ms = 1500; interval_ms = 250;"

@@ -103,8 +103,8 @@ else:
     sched = [l for l in samples if l.startswith("ntcore_sched_") and "comm=" in l]
     assert sched and all('container_id="' in l and 'pod="' in l for l in sched), "identity labels missing"
     assert ident.get("resolved", 0) >= 1000, "the storm's processes were not resolved"
-    assert ident["entries"] <= ident0.get("entries", 0) + 200, "cache kept the storm: %s" % ident
-    assert ident["evicted"] >= ident["resolved"] - ident["entries"] - 200, "exits not forgotten: %s" % ident
+    assert ident["entries"] <= ident0.get("entries", 0) + 500, "cache kept the storm (3000 processes; other processes of a shared machine come and go too): %s" % ident
+    assert ident["evicted"] >= ident["resolved"] - ident["entries"] - 500, "exits not forgotten: %s" % ident
 EOF
 }
 

@@ -1,6 +1,7 @@
 /* The bus: schema registry, glob fan-out and drop counting. */
 #include <check.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bus.h"
@@ -79,6 +80,59 @@ START_TEST(fan_out_by_glob)
 }
 END_TEST
 
+/* A subscriber that subscribes while an event is delivered to it (a
+ * detector that adds a pattern on its first event) used to free the
+ * subscriber array the bus was iterating; the chunk then came back from
+ * the next malloc of that size, filled here with a stranger, and the rest
+ * of the fan-out went to it. */
+static struct nt_bus *reentrant_bus;
+static struct sink first_sink, second_sink, stranger;
+static int order[8], n_order;
+
+static void deliver_reentrant(void *who, const struct nt_event_hdr *ev,
+			      const struct nt_schema *schema)
+{
+	(void)ev;
+	(void)schema;
+	order[n_order++] = who == &first_sink ? 1 : who == &second_sink ? 2 : 9;
+	if (who != &first_sink || first_sink.got++)
+		return;
+	nt_bus_subscribe(reentrant_bus, &first_sink, "sched.*");
+	/* what glibc hands out next for the freed array's size */
+	void **junk = malloc(2 * sizeof(void *));
+	junk[0] = junk[1] = &stranger;
+	free(junk);
+	junk = malloc(2 * sizeof(void *));
+	junk[0] = junk[1] = &stranger;
+	/* left allocated: it stands where the freed array was */
+	static void **keep;
+	keep = junk;
+	(void)keep;
+}
+
+START_TEST(subscribe_during_delivery)
+{
+	struct nt_bus bus;
+	const char *why;
+
+	reentrant_bus = &bus;
+	nt_bus_init(&bus, deliver_reentrant);
+	int id = nt_bus_register(&bus, "p", &cuda_alloc, &why);
+	nt_bus_subscribe(&bus, &first_sink, "cuda.*");
+	nt_bus_subscribe(&bus, &second_sink, "*");
+	struct rec r = make(id, 1);
+	ck_assert_int_eq(nt_bus_publish(&bus, &r.hdr), 2);
+	ck_assert_int_eq(n_order, 2);
+	ck_assert_int_eq(order[0], 1);
+	ck_assert_int_eq(order[1], 2); /* not the stranger */
+	/* the new subscription counts from the next event on */
+	ck_assert_int_eq(nt_bus_publish(&bus, &r.hdr), 2);
+	ck_assert_int_eq(order[2], 1);
+	ck_assert_int_eq(order[3], 2);
+	nt_bus_fini(&bus);
+}
+END_TEST
+
 START_TEST(drops_are_counted)
 {
 	struct nt_bus bus;
@@ -153,6 +207,7 @@ int main(void)
 
 	tcase_add_test(tc, fan_out_by_glob);
 	tcase_add_test(tc, drops_are_counted);
+	tcase_add_test(tc, subscribe_during_delivery);
 	tcase_add_test(tc, registration_rules);
 	tcase_add_test(tc, glob);
 	suite_add_tcase(s, tc);

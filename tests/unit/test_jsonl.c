@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "jsonl.h"
+#include "jsonr.h"
 
 static const char *render_string(const char *s, size_t n)
 {
@@ -150,6 +151,111 @@ struct stackrec {
 	char frames[32];
 };
 
+/* Every field type, random bytes: the file sink's compiled renderer
+ * (jsonr.c) writes exactly what the generic one does. */
+struct allrec {
+	struct nt_event_hdr hdr;
+	uint8_t u8;
+	uint8_t b;
+	uint16_t u16;
+	uint32_t u32;
+	int32_t s32;
+	uint64_t u64;
+	int64_t s64;
+	double f64;
+	uint64_t hex;
+	uint32_t devt;
+	int32_t err;
+	unsigned char in[16];
+	char str[12];
+	struct nt_vstr v1, v2;
+	unsigned char odd[3];
+	char text[64];
+};
+
+static const struct nt_field all_fields[] = {
+	NT_FIELD(struct allrec, u8, NT_F_U8, "", ""),
+	NT_FIELD(struct allrec, b, NT_F_BOOL, "", ""),
+	NT_FIELD(struct allrec, u16, NT_F_U16, "", ""),
+	NT_FIELD(struct allrec, u32, NT_F_U32, "", ""),
+	NT_FIELD(struct allrec, s32, NT_F_S32, "", ""),
+	NT_FIELD(struct allrec, u64, NT_F_U64, "", ""),
+	NT_FIELD(struct allrec, s64, NT_F_S64, "", ""),
+	NT_FIELD(struct allrec, f64, NT_F_F64, "", ""),
+	NT_FIELD(struct allrec, hex, NT_F_HEX64, "", ""),
+	NT_FIELD(struct allrec, devt, NT_F_DEVT, "", ""),
+	NT_FIELD(struct allrec, err, NT_F_ERRNO, "", ""),
+	NT_FIELD(struct allrec, in, NT_F_INADDR, "", ""),
+	NT_FIELD(struct allrec, str, NT_F_STR, "", ""),
+	NT_FIELD(struct allrec, v1, NT_F_VSTR, "", ""),
+	NT_FIELD(struct allrec, v2, NT_F_VSTR, "", ""),
+	{.name = "odd \"name\"", .type = 99, .offset = offsetof(struct allrec, odd),
+	 .size = 3},
+};
+
+static const struct nt_schema all_schema = {
+	.name = "t.all\"x", .fields = all_fields, .n_fields = NT_ARRAY_LEN(all_fields),
+	.min_size = offsetof(struct allrec, text)};
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+START_TEST(fast_matches_generic)
+{
+	struct jr_cache cache = {0};
+	struct nt_sb sb;
+	struct nt_buf want = {0};
+	static const int32_t errs[] = {0, -2, 2, -12, 5, INT32_MAX, -4095, -9999};
+
+	nt_sb_init(&sb, 0);
+	for (int i = 0; i < 20000; i++) {
+		struct allrec r;
+		unsigned char *raw = (unsigned char *)&r;
+		for (size_t k = 0; k < sizeof(r); k++)
+			raw[k] = (unsigned char)rnd();
+		r.hdr.type = 3;
+		/* mostly whole records, some cut inside the fixed part */
+		r.hdr.size = (rnd() % 4) ? sizeof(r)
+					 : (uint32_t)(sizeof(r.hdr) + rnd() % (sizeof(r) - sizeof(r.hdr)));
+		if (rnd() % 2) { /* mostly plain text, where the fast paths run */
+			for (size_t k = 0; k < sizeof(r.text); k++)
+				r.text[k] = (char)(' ' + rnd() % 95);
+			memcpy(r.hdr.comm, "python3.12\0\0\0\0\0", 16);
+			memcpy(r.str, "abc\0", 4);
+		}
+		if (rnd() % 3) { /* in bounds */
+			r.v1.off = offsetof(struct allrec, text) + (uint32_t)(rnd() % 32);
+			r.v1.len = (uint32_t)(rnd() % 33);
+			r.v2 = r.v1;
+		}
+		if (rnd() % 2)
+			r.err = errs[rnd() % 8];
+		if (rnd() % 2) {
+			uint64_t pick[] = {0, 1, 9, 10, 99, 100, 12345678901234567890ull,
+					   UINT64_MAX, 1ull << 63};
+			r.u64 = pick[rnd() % 9];
+			r.s64 = (int64_t)pick[rnd() % 9];
+		}
+		uint64_t wall = rnd();
+		want.len = 0;
+		nt_jsonl_event(&want, &r.hdr, &all_schema, wall);
+		nt_sb_rewind(&sb, 0);
+		ck_assert(jr_render(&cache, &sb, &r.hdr, &all_schema, wall));
+		ck_assert_uint_eq(sb.len, want.len);
+		ck_assert_str_eq(nt_sb_str(&sb), want.p);
+	}
+	nt_buf_free(&want);
+	nt_sb_fini(&sb);
+	jr_cache_free(&cache);
+}
+END_TEST
+
 START_TEST(folded)
 {
 	static const struct nt_field f[] = {
@@ -182,6 +288,7 @@ int main(void)
 	tcase_add_test(tc, bad_vstr_and_ipv6);
 	tcase_add_test(tc, metric_lines);
 	tcase_add_test(tc, folded);
+	tcase_add_test(tc, fast_matches_generic);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -397,8 +397,52 @@ START_TEST(test_sb_json_random)
 		nt_sb_json_str(&b, (const char *)in, n);
 		ck_assert_uint_eq(b.len, want_len);
 		ck_assert_str_eq(nt_sb_str(&b), want);
+		/* the cursor writer writes the same */
+		nt_sb_reset(&b);
+		char *p = nt_sb_cursor(&b, 6 * n + 2);
+		ck_assert_ptr_nonnull(p);
+		nt_sb_advance(&b, nt_fmt_json_str(p, (const char *)in, n));
+		ck_assert_str_eq(nt_sb_str(&b), want);
 	}
 	nt_sb_fini(&b);
+}
+END_TEST
+
+/* The cursor's integer writers against printf: every power of ten and
+ * its neighbours (where the digit count changes), and random values. */
+START_TEST(test_fmt_numbers)
+{
+	char got[32], want[32];
+	uint64_t rng = 0x9e3779b97f4a7c15ull, p10 = 1;
+
+	for (int k = 0; k < 20; k++, p10 *= (k < 20 ? 10 : 1)) {
+		for (uint64_t v = p10 - 1; v <= p10 + 1; v++) {
+			*nt_fmt_u64(got, v) = '\0';
+			snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+			ck_assert_str_eq(got, want);
+		}
+	}
+	for (int i = 0; i < 200000; i++) {
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		uint64_t v = rng >> (rng & 63);
+		*nt_fmt_u64(got, v) = '\0';
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+		ck_assert_str_eq(got, want);
+		*nt_fmt_i64(got, (int64_t)v) = '\0';
+		snprintf(want, sizeof(want), "%lld", (long long)v);
+		ck_assert_str_eq(got, want);
+		*nt_fmt_hex(got, v) = '\0';
+		snprintf(want, sizeof(want), "%llx", (unsigned long long)v);
+		ck_assert_str_eq(got, want);
+	}
+	*nt_fmt_u64(got, UINT64_MAX) = '\0';
+	ck_assert_str_eq(got, "18446744073709551615");
+	*nt_fmt_i64(got, INT64_MIN) = '\0';
+	ck_assert_str_eq(got, "-9223372036854775808");
+	*nt_fmt_hex(got, 0) = '\0';
+	ck_assert_str_eq(got, "0");
 }
 END_TEST
 
@@ -597,6 +641,7 @@ static Suite *kit_suite(void)
 	tcase_add_test(t, test_sb_numbers);
 	tcase_add_test(t, test_sb_json);
 	tcase_add_test(t, test_sb_json_random);
+	tcase_add_test(t, test_fmt_numbers);
 	tcase_add_test(t, test_sb_json_exact_fit);
 	tcase_add_test(t, test_sb_bound);
 	tcase_add_test(t, test_sb_growth);

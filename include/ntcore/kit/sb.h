@@ -112,4 +112,40 @@ void nt_sb_json_str(struct nt_sb *b, const char *s, size_t n);
 void nt_sb_printf(struct nt_sb *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * Hot paths (a sink rendering millions of records a second): make room for
+ * a record's worst case once, write it through a cursor with no check per
+ * piece, then set the end.
+ *
+ *   char *p = nt_sb_cursor(&sb, worst);     // NULL: it does not fit (failed)
+ *   if (p) {
+ *       p = nt_fmt_put(p, "{\"pid\":", 7);
+ *       p = nt_fmt_u64(p, pid);
+ *       p = nt_fmt_json_str(p, comm, 16);
+ *       nt_sb_advance(&sb, p);              // p - cursor <= worst
+ *   }
+ *
+ * The nt_fmt_* writers write at the cursor and return the new end; each
+ * says how much it may write: the caller's `worst` must cover the sum.
+ */
+char *nt_sb_cursor(struct nt_sb *b, size_t worst);
+static inline void nt_sb_advance(struct nt_sb *b, char *end)
+{
+	b->len = (size_t)(end - b->buf);
+	b->buf[b->len] = '\0';
+}
+static inline char *nt_fmt_put(char *p, const void *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+/* At most 20 bytes. */
+char *nt_fmt_u64(char *p, uint64_t v);
+/* At most 20 bytes. */
+char *nt_fmt_i64(char *p, int64_t v);
+/* Lowercase, no "0x": at most 16 bytes. */
+char *nt_fmt_hex(char *p, uint64_t v);
+/* nt_sb_json_str's text at the cursor: at most 6 * n + 2 bytes. */
+char *nt_fmt_json_str(char *p, const char *s, size_t n);
+
 #endif /* NTCORE_KIT_SB_H */

@@ -117,6 +117,33 @@ def s_grow():
           % (lat, ev["probability"], len(al), a["message"]))
 
 
+def s_oom_launch(name="oom_launch"):
+    import re
+    evs = load(name)
+    v = stdout_vars(name)
+    oom_at = [int(v["OOM_AT_%d" % i]) for i in range(8)]
+    if any(int(v["OOM_RET_%d" % i]) != 2 for i in range(8)):
+        fail("a request did not fail with cudaErrorMemoryAllocation")
+    al = sorted(alerts(evs, "alert.cuda_oom"), key=lambda a: a["ts"])
+    if len(al) != 8:
+        fail("%d alert.cuda_oom for 8 failures" % len(al))
+    lat = [(a["ts"] - t) / 1e6 for a, t in zip(al, oom_at)]
+    if max(lat) > 10 or min(lat) < -1:
+        fail("alerts %s ms after their failed calls (want <= 10)" % ["%.1f" % x for x in lat])
+    # every launch record read or counted: none dropped in the ring, and
+    # the probe published at least one event per launch
+    launches = int(v["LAUNCHES"])
+    log = open(os.path.join(T, name + ".log")).read()
+    m = re.search(r"^\s+cuda\.0\s+probe\s+\S+\s+(\d+)\s+\d+\s+(\d+)$", log, re.M)
+    if not m:
+        fail("no summary line for cuda.0")
+    published, dropped = int(m[1]), int(m[2])
+    if dropped or published < launches:
+        fail("%d launches: %d events published, %d dropped" % (launches, published, dropped))
+    print("  oom_launch: %d launches (%d events, 0 dropped); 8 alerts %.1f..%.1f ms after the failed calls"
+          % (launches, published, min(lat), max(lat)))
+
+
 def s_oom(name="oom"):
     stacks = name == "oom"
     evs = load(name)
@@ -326,6 +353,8 @@ SCEN = sys.argv[1]
 T = sys.argv[2]
 if SCEN.startswith("hang-"):
     s_hang(SCEN, int(sys.argv[3]), int(sys.argv[4]))
+elif SCEN == "oom_launch":
+    s_oom_launch()
 elif SCEN.startswith("oom"):
     s_oom(SCEN)
 else:
