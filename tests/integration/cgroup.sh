@@ -37,6 +37,7 @@ MNT=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
 CG=$MNT/nt-cgtest-$$
 mkdir "$CG" "$CG/inner"
 echo "$NT_TEST: cgroup v2 at $MNT, test cgroup $CG"
+echo "$(basename "$CG")" >"$T/cgname"
 
 # burn.py PIDFILE SECONDS [FORKGATE [MOVETO]]: writes its pid, burns CPU; with
 # FORKGATE, forks a child (once that file exists) that writes its own pid
@@ -69,7 +70,7 @@ conf() { # OUT [extra ntcore keys]
 ntcore = { log_level = "info"; ${2:-} };
 plugins = (
   { plugin = "sched"; required = true; interval_ms = 200; },
-  { plugin = "file"; path = "$1"; metrics = false; }
+  { plugin = "file"; path = "$1"; metrics = false; identity = true; }
 );
 EOF
 }
@@ -112,6 +113,13 @@ assert on[b] > 0.01, "B (forked by A after the start) not followed"
 assert on[c] > 0.01, "C (moved into the cgroup after the start) not followed"
 assert d not in seen, "D (outside the cgroup) was traced"
 assert set(seen) <= {a, b, c}, "processes outside the cgroup traced: %s" % (set(seen) - {a, b, c})
+# identity (file sink, identity = true): the cgroup path as /proc shows it
+cg = "/" + open(t + "/cgname").read().strip()
+want = {a: cg, b: cg, c: cg + "/inner"}
+for e in th:
+    assert e.get("ntcore.cgroup") == want[e["pid"]], "pid %d: cgroup %r, expected %r" % (e["pid"], e.get("ntcore.cgroup"), want[e["pid"]])
+    assert "container.id" not in e, "a container id where there is none"
+print("%s: every event carries its process's cgroup (%s, %s/inner)" % (name, cg, cg))
 EOF
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	PIDS=()
@@ -124,6 +132,49 @@ grep -q "cgroup $CG: 1 process now" "$T/opt.log" || { cat "$T/opt.log" >&2; fail
 # the config key, relative to the cgroup2 mount
 conf "$T/key.jsonl" "cgroup = \"$(basename "$CG")\";"
 run_case key
+
+# A process in cgroups named as the kubelet (systemd driver) and containerd
+# name them, with a kubelet pod directory: its events carry the container
+# id, runtime, pod UID, QoS, pod name and namespace, parsed exactly.
+UID_=0f1e2d3c_4b5a_6978_8796_a5b4c3d2e1f0
+PODUID=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0
+CID=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+K8S=$MNT/nt-k8s-$$
+POD=$K8S/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod$UID_.slice
+CTR=$POD/cri-containerd-$CID.scope
+mkdir -p "$CTR"
+mkdir -p "$T/kubelet/pods/$PODUID/volumes/kubernetes.io~projected/kube-api-access-4xk2p"
+printf '# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n10.244.3.17\ttrainer-0\n' >"$T/kubelet/pods/$PODUID/etc-hosts"
+printf 'ml-team' >"$T/kubelet/pods/$PODUID/volumes/kubernetes.io~projected/kube-api-access-4xk2p/namespace"
+test_cleanup_k8s() {
+	for d in "$CTR" "$POD" "$K8S/kubepods.slice/kubepods-burstable.slice" "$K8S/kubepods.slice" "$K8S"; do
+		[ -d "$d" ] || continue
+		while read -r p; do echo "$p" >"$MNT/cgroup.procs" 2>/dev/null || true; done <"$d/cgroup.procs"
+		rmdir "$d" 2>/dev/null || true
+	done
+}
+conf "$T/k8s.jsonl" "kubelet_dir = \"$T/kubelet\";"
+$PY "$T/burn.py" "$T/k.pid" 4 "" "$CTR/cgroup.procs" &
+PIDS+=($!)
+wait_file "$T/k.pid"
+timeout 60 "$NTCORE" -c "$T/cg.conf" --cgroup "$K8S/kubepods.slice" -d 2 >"$T/k8s.log" 2>&1 ||
+	{ cat "$T/k8s.log" >&2; test_cleanup_k8s; fail "k8s: ntcore failed"; }
+$PY - "$T/k8s.jsonl" "$(cat "$T/k.pid")" "$CID" "$PODUID" <<'EOF' || { test_cleanup_k8s; fail "k8s identity"; }
+import json, sys
+out, pid, cid, uid = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ev = [json.loads(l) for l in open(out)]
+mine = [e for e in ev if e["type"] == "sched.thread" and e["pid"] == pid]
+assert mine, "no events of the containerized process %d" % pid
+e = mine[0]
+got = {k: e.get(k) for k in ("container.id", "container.runtime", "k8s.pod.uid", "ntcore.k8s.qos", "k8s.pod.name", "k8s.namespace.name")}
+print("k8s: pid %d: %s; cgroup %s" % (pid, got, e.get("ntcore.cgroup")))
+assert got == {"container.id": cid, "container.runtime": "containerd", "k8s.pod.uid": uid,
+               "ntcore.k8s.qos": "burstable", "k8s.pod.name": "trainer-0", "k8s.namespace.name": "ml-team"}, got
+assert e["ntcore.cgroup"].endswith("/kubepods-burstable-pod%s.slice/cri-containerd-%s.scope" % (uid.replace("-", "_"), cid))
+EOF
+for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+PIDS=()
+test_cleanup_k8s
 
 # refusals
 conf "$T/x.jsonl"
