@@ -991,8 +991,17 @@ static int setup_targets(struct nt_daemon *d)
 	if (nt_targets_open(&d->targets, filtered, by_cgroup,
 			    !filtered && d->can_trace, d->exit_type, d->exec_type,
 			    publish_follow, d, why, sizeof(why))) {
-		nt_log(NT_LOG_ERROR, NULL, "%s", why);
-		return 1;
+		if (filtered) {
+			nt_log(NT_LOG_ERROR, NULL, "%s", why);
+			return 1;
+		}
+		/* host-wide it only served the identity cache: go on without */
+		nt_log(NT_LOG_WARN, NULL,
+		       "exits of processes are not reported (%s): the identity cache is only bounded",
+		       why);
+		nt_targets_close(&d->targets);
+		nt_targets_open(&d->targets, false, false, false, d->exit_type,
+				d->exec_type, publish_follow, d, why, sizeof(why));
 	}
 	for (size_t i = 0; i < d->opt.n_pids; i++)
 		nt_targets_add(&d->targets, d->opt.pids[i]);
