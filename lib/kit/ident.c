@@ -36,3 +36,49 @@ void nt_sb_ident_json(struct nt_sb *b, const struct nt_identity *id)
 		nt_sb_json_str(b, a[i].value, strlen(a[i].value));
 	}
 }
+
+static const struct {
+	const char *schema_prefix, *field, *key;
+} field_keys[] = {
+	{"proc.exit", "exit_code", "process.exit.code"},
+	{"net.", "laddr", "network.local.address"},
+	{"net.", "lport", "network.local.port"},
+	{"net.", "raddr", "network.peer.address"},
+	{"net.", "rport", "network.peer.port"},
+	{"net.", "proto", "network.transport"},
+	{"python.", "function", "code.function.name"},
+	{"python.", "file", "code.file.path"},
+	{"python.", "line", "code.line.number"},
+	{"python.", "exc_type", "exception.type"},
+};
+
+const char *nt_otel_field_key(const char *schema, const char *field)
+{
+	for (size_t i = 0; i < sizeof(field_keys) / sizeof(field_keys[0]); i++)
+		if (strncmp(schema, field_keys[i].schema_prefix,
+			    strlen(field_keys[i].schema_prefix)) == 0 &&
+		    strcmp(field, field_keys[i].field) == 0)
+			return field_keys[i].key;
+	return NULL;
+}
+
+static const struct {
+	const char *label, *key;
+} label_keys[] = {
+	{"pid", "process.pid"},
+	{"tid", "thread.id"},
+	{"comm", "process.executable.name"},
+	{"container_id", "container.id"},
+	{"namespace", "k8s.namespace.name"},
+	{"pod", "k8s.pod.name"},
+	{"uid", "k8s.pod.uid"},
+	{"cgroup", "ntcore.cgroup"},
+};
+
+const char *nt_otel_label_key(const char *label)
+{
+	for (size_t i = 0; i < sizeof(label_keys) / sizeof(label_keys[0]); i++)
+		if (strcmp(label, label_keys[i].label) == 0)
+			return label_keys[i].key;
+	return NULL;
+}
