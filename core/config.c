@@ -524,9 +524,13 @@ static int load_daemon_key(struct nt_config *c, const config_setting_t *s)
 		if (expect_type(c, s, CONFIG_TYPE_STRING, "a string", NULL))
 			return -1;
 		c->kubelet_dir = config_setting_get_string(s);
+	} else if (strcmp(name, "downward_dir") == 0) {
+		if (expect_type(c, s, CONFIG_TYPE_STRING, "a string", NULL))
+			return -1;
+		c->downward_dir = config_setting_get_string(s);
 	} else {
 		nt_config_error(c, line_of(s), NULL,
-				"unknown key 'ntcore.%s' (known: log_level, plugin_dirs, cgroup, identity_labels, identity_families, kubelet_dir)",
+				"unknown key 'ntcore.%s' (known: log_level, plugin_dirs, cgroup, identity_labels, identity_families, kubelet_dir, downward_dir)",
 				name);
 		return -1;
 	}

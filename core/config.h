@@ -65,6 +65,7 @@ struct nt_config {
 	struct nt_id_family *id_families;
 	size_t n_id_families;
 	const char *kubelet_dir; /* NULL: the default, "": not read */
+	const char *downward_dir; /* a downward-API volume, or NULL */
 	struct nt_inst_cfg *insts;
 	size_t n_insts;
 };

@@ -1175,6 +1175,10 @@ static int identity_setup(struct nt_daemon *d)
 	if (nt_ident_cache_init(&d->ident, 0, "/proc",
 				d->cfg.kubelet_dir ? d->cfg.kubelet_dir : "/var/lib/kubelet"))
 		return 1;
+	if (d->cfg.downward_dir && nt_ident_cache_downward(&d->ident, d->cfg.downward_dir))
+		nt_log(NT_LOG_WARN, NULL,
+		       "downward_dir %s: no pod uid file there (a downward-API volume with uid, name, namespace); not used",
+		       d->cfg.downward_dir);
 	d->ident.on_resolved = ident_resolved;
 	d->ident.ctx = d;
 	d->labels.ident = ident_of;

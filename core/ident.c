@@ -376,6 +376,28 @@ static void drop_all(struct nt_ident_cache *c)
 	c->n_entries = 0;
 }
 
+static void read_name_file(const char *dir, const char *file, char *out, size_t cap)
+{
+	char path[512], buf[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (read_small(path, buf, sizeof(buf)) > 0)
+		copy_name(out, cap, buf, strlen(buf));
+}
+
+int nt_ident_cache_downward(struct nt_ident_cache *c, const char *dir)
+{
+	char uid[NT_ID_POD_UID_LEN] = "";
+
+	read_name_file(dir, "uid", uid, sizeof(uid));
+	if (strlen(uid) != 36)
+		return -1;
+	memcpy(c->dw_uid, uid, sizeof(uid));
+	read_name_file(dir, "name", c->dw_name, sizeof(c->dw_name));
+	read_name_file(dir, "namespace", c->dw_ns, sizeof(c->dw_ns));
+	return 0;
+}
+
 void nt_ident_cache_fini(struct nt_ident_cache *c)
 {
 	if (c->buckets)
@@ -406,6 +428,12 @@ static int resolve(const struct nt_ident_cache *c, uint32_t pid,
 	}
 	nt_ident_parse_proc_cgroup(buf, out);
 	nt_ident_read_kubelet(c->kubelet_dir, out);
+	if (c->dw_uid[0] && strcmp(c->dw_uid, out->pod_uid) == 0) {
+		if (!out->pod_name[0])
+			memcpy(out->pod_name, c->dw_name, sizeof(out->pod_name));
+		if (!out->pod_namespace[0])
+			memcpy(out->pod_namespace, c->dw_ns, sizeof(out->pod_namespace));
+	}
 	return 0;
 }
 

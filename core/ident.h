@@ -40,6 +40,9 @@ struct nt_ident_cache {
 	const char *proc_root;   /* "/proc" (borrowed) */
 	const char *kubelet_dir; /* NULL or "": pod names are not read */
 	uint64_t resolved, hits, evicted, failed;
+	/* A downward-API volume of ntcore's own pod (nt_ident_cache_downward):
+	 * name and namespace for the processes of that pod (a sidecar). */
+	char dw_uid[NT_ID_POD_UID_LEN], dw_name[NT_ID_NAME_LEN], dw_ns[NT_ID_NAME_LEN];
 	/* Called (unlocked, from the resolving thread) after a pid was
 	 * resolved, so the core can ask the kernel to report its exit. */
 	void (*on_resolved)(void *ctx, uint32_t pid);
@@ -49,6 +52,11 @@ struct nt_ident_cache {
 int nt_ident_cache_init(struct nt_ident_cache *c, size_t max_entries,
 			const char *proc_root, const char *kubelet_dir);
 void nt_ident_cache_fini(struct nt_ident_cache *c);
+/* Read DIR/uid, DIR/name, DIR/namespace (a downward-API volume with
+ * metadata.uid, metadata.name, metadata.namespace): processes of the pod
+ * with that UID get that name and namespace where the kubelet's directory
+ * did not say them. Returns -1 (and uses nothing) without a uid file. */
+int nt_ident_cache_downward(struct nt_ident_cache *c, const char *dir);
 /* Copy the identity of pid into *out, resolving it on the first call.
  * Returns 0, or -ESRCH when the process was gone before it could be read
  * (out is zeroed; remembered, so /proc is not read again for it). */

@@ -173,6 +173,27 @@ START_TEST(kubelet_dir_and_cache)
 	ck_assert_int_eq(nt_ident_get(&c, 4242, &id), -ESRCH);
 	ck_assert_uint_eq(c.failed, 1);
 	nt_ident_cache_fini(&c);
+
+	/* no kubelet directory, a downward-API volume of the same pod */
+	snprintf(path, sizeof(path), "mkdir -p %s/proc/4243 %s/dw", root, root);
+	ck_assert_int_eq(system(path), 0);
+	snprintf(path, sizeof(path), "%s/proc/4243/cgroup", root);
+	write_file(path, "0::/kubepods/pod" UID "/" ID64 "\n");
+	snprintf(path, sizeof(path), "%s/dw/uid", root);
+	write_file(path, UID);
+	snprintf(path, sizeof(path), "%s/dw/name", root);
+	write_file(path, "sidecar-pod");
+	snprintf(path, sizeof(path), "%s/dw/namespace", root);
+	write_file(path, "infer");
+	snprintf(path, sizeof(path), "%s/dw", root);
+	ck_assert_int_eq(nt_ident_cache_init(&c, 0, proc, NULL), 0);
+	ck_assert_int_eq(nt_ident_cache_downward(&c, path), 0);
+	ck_assert_int_eq(nt_ident_get(&c, 4243, &id), 0);
+	ck_assert_str_eq(id.pod_name, "sidecar-pod");
+	ck_assert_str_eq(id.pod_namespace, "infer");
+	ck_assert_str_eq(id.qos, "guaranteed");
+	nt_ident_cache_fini(&c);
+	ck_assert_int_eq(nt_ident_cache_downward(&c, "/nonexistent"), -1);
 	snprintf(path, sizeof(path), "rm -rf %s", root);
 	ck_assert_int_eq(system(path), 0);
 }
