@@ -36,7 +36,8 @@ struct nt_metric {
 	/* Without pid, one exposed series sums several processes. A plugin
 	 * that sets a per-process value (a total read from a BPF map, an RSS)
 	 * must add to the sum, not replace it: the shadow keeps the last
-	 * value of each declared series, and a set adds the difference. */
+	 * value of each declared series, and a set adds the difference.
+	 * Only for additive families (additive()). */
 	struct nt_metric *shadow;
 };
 
@@ -108,6 +109,18 @@ static bool same_shape(const struct nt_metric *m, const struct nt_metric_desc *d
 	return true;
 }
 
+/* Whether a family's values of several processes add up: counters and
+ * histograms do, and gauges of bytes (memory held by a pod's processes).
+ * Other gauges (a step's duration, a utilization ratio) do not: without
+ * pid their series holds the value last set by any of its processes. */
+static bool additive(const struct nt_metric_desc *d)
+{
+	size_t n = strlen(d->name);
+
+	return d->type != NT_METRIC_GAUGE ||
+	       (n > 6 && strcmp(d->name + n - 6, "_bytes") == 0);
+}
+
 /* The declared labels, and the exposed ones the policy makes of them. */
 static int family_labels(struct nt_metric *m, const struct nt_metric_desc *d,
 			 bool plain)
@@ -125,7 +138,7 @@ static int family_labels(struct nt_metric *m, const struct nt_metric_desc *d,
 	if (p && !plain)
 		m->lmap = nt_label_map_build(nt_label_policy_mask(p, d->name),
 					     d->label_names, d->n_labels);
-	if (m->lmap && m->lmap->pid_dropped) {
+	if (m->lmap && m->lmap->pid_dropped && additive(d)) {
 		struct nt_metric_desc sd = *d;
 		sd.max_series = NT_SHADOW_MAX_SERIES;
 		if (!(m->shadow = family_new(m->reg, &sd, true)))
@@ -540,6 +553,8 @@ void nt_metric_remove(struct nt_metric *m, const char *const *labels)
 			shadow_remove(m, labels);
 		return;
 	}
+	if (m->lmap && m->lmap->pid_dropped)
+		return; /* the last value any of its processes set stays */
 	MAP_LABELS(m, labels);
 	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, false);

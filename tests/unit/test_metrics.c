@@ -284,6 +284,16 @@ START_TEST(identity_labels)
 	nt_metric_remove(m, g1);   /* 1 exited: 50 left */
 	ck_assert_double_eq(nt_metric_value(m, g2), 50);
 	ck_assert_uint_eq(nt_metric_series_count(m), 1);
+	/* a gauge that does not add up (a duration): the last value set */
+	struct nt_metric_desc st = {.name = "ntcore_x_step_seconds", .help = "h",
+				    .type = NT_METRIC_GAUGE, .n_labels = 2,
+				    .label_names = gdecl};
+	struct nt_metric *sm = nt_registry_register(&reg, &st, &why);
+	nt_metric_set(sm, g1, 1.5);
+	nt_metric_set(sm, g2, 0.25);
+	ck_assert_double_eq(nt_metric_value(sm, g1), 0.25);
+	nt_metric_remove(sm, g2);
+	ck_assert_uint_eq(nt_metric_series_count(sm), 1);
 	/* histograms set from BPF totals add their increments */
 	static const double hb[] = {1, 10};
 	struct nt_metric_desc h = {.name = "ntcore_x_lat_seconds", .help = "h",
