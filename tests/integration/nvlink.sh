@@ -54,6 +54,8 @@ plugins = (
   { plugin = "file"; path = "$T/$1.jsonl"; metrics = true; interval_ms = 300; },
   { plugin = "nvlink"; nccl = false; $2 }
 );
+# per-process series by pid also host-wide (the host-wide default drops pid)
+ntcore = { identity_labels = ["declared"]; };
 CONF
 }
 
