@@ -23,6 +23,10 @@ void *nt_arena_alloc(struct nt_arena *a, size_t size);
 char *nt_arena_strdup(struct nt_arena *a, const char *s);
 void nt_arena_free(struct nt_arena *a);
 
+/* A sink's queue_kb (core key): 64 KiB to 4 GiB. */
+#define NT_QUEUE_KB_MIN 64
+#define NT_QUEUE_KB_MAX 4194304
+
 struct nt_inst_cfg {
 	const char *plugin; /* strings point into the config_t */
 	char name[64];
@@ -32,8 +36,17 @@ struct nt_inst_cfg {
 	const char **events;
 	size_t n_events;
 	bool events_set;
+	uint32_t queue_kb;  /* sinks: their queue's size; 0: the default */
 	config_setting_t *group;
 	int line;
+};
+
+/* identity_families: which identity labels the metric families whose
+ * names match a glob carry (issue 21). Strings owned by libconfig. */
+struct nt_id_family {
+	const char *match;
+	const char **labels;
+	size_t n_labels;
 };
 
 struct nt_config {
@@ -44,6 +57,15 @@ struct nt_config {
 	int log_level;
 	const char **plugin_dirs;
 	size_t n_plugin_dirs;
+	const char **cgroups;   /* ntcore.cgroup: target cgroups */
+	size_t n_cgroups;
+	const char **id_labels; /* ntcore.identity_labels, NULL: auto */
+	size_t n_id_labels;
+	int id_labels_line;
+	struct nt_id_family *id_families;
+	size_t n_id_families;
+	const char *kubelet_dir; /* NULL: the default, "": not read */
+	const char *downward_dir; /* a downward-API volume, or NULL */
 	struct nt_inst_cfg *insts;
 	size_t n_insts;
 };
