@@ -1001,21 +1001,21 @@ START_TEST(test_det_memleak_online)
 	static const char *const over[] = { "window_ms=20", "windows=4",
 		"threshold=0.8", "min_growth_bytes=2097152", NULL };
 	const uint64_t base = 0x7f5500000000ULL;
-	uint64_t t0 = mono_now_ns();
+	uint64_t t0 = nt_clock_mono_ns();
 
 	det_open(&x, "cuda_memleak", over);
 	ck_assert_uint_eq(F.timer_ms, 10); /* window / 4, at least 10 */
 	feed(&x, mk_alloc(601, t0, base + 999 * MiB, 64 * MiB, 0, NT_CUDA_LAYER_RUNTIME,
 			  "main;steady;cudaMalloc"), &alloc_schema);
 	for (int i = 0; i < 40 && pub_count("alert.cuda_memleak") == 0; i++) {
-		feed(&x, mk_alloc(600, mono_now_ns(), base + (uint64_t)i * MiB, MiB, 0,
+		feed(&x, mk_alloc(600, nt_clock_mono_ns(), base + (uint64_t)i * MiB, MiB, 0,
 				  NT_CUDA_LAYER_RUNTIME, "main;keep_tensor;cudaMalloc"),
 		     &alloc_schema);
 		/* churn in the steady process: alloc and free */
-		feed(&x, mk_alloc(601, mono_now_ns(), base + 2000 * MiB, MiB, 0,
+		feed(&x, mk_alloc(601, nt_clock_mono_ns(), base + 2000 * MiB, MiB, 0,
 				  NT_CUDA_LAYER_RUNTIME, "main;steady;cudaMalloc"),
 		     &alloc_schema);
-		feed(&x, mk_free(601, mono_now_ns(), base + 2000 * MiB, NT_CUDA_LAYER_RUNTIME),
+		feed(&x, mk_free(601, nt_clock_mono_ns(), base + 2000 * MiB, NT_CUDA_LAYER_RUNTIME),
 		     &free_schema);
 		for (int k = 0; k < 2; k++) {
 			usleep(10000);
@@ -1295,17 +1295,17 @@ START_TEST(test_det_hang)
 
 	det_open(&x, "cuda_hang", over);
 	ck_assert_uint_eq(F.timer_ms, 20);
-	t0 = mono_now_ns();
+	t0 = nt_clock_mono_ns();
 	feed(&x, mk_launch(me, me, t0, "spin_forever(int*)", "main;launch_spin;cudaLaunchKernel"),
 	     &launch_schema);
 	feed(&x, mk_enter(me, me + 1000000, t0 + 1000), &enter_schema);
 	/* the poll loop stands in for the 20 ms timer: the report must come
 	 * from the first check at or after timeout, and from no earlier one */
-	while (mono_now_ns() - t0 < 400 * 1000000ULL) {
-		uint64_t before = mono_now_ns(), after;
+	while (nt_clock_mono_ns() - t0 < 400 * 1000000ULL) {
+		uint64_t before = nt_clock_mono_ns(), after;
 
 		x.d->poll(x.state, 1, 100);
-		after = mono_now_ns();
+		after = nt_clock_mono_ns();
 		if (!t_alert && pub_count("alert.cuda_hang")) {
 			t_alert = after;
 			ck_assert_uint_ge(after - t0, 100 * 1000000ULL);
@@ -1327,9 +1327,9 @@ START_TEST(test_det_hang)
 	alert_free(&a);
 	/* the sync returns, activity resumes, then silence again: a second
 	 * report, without a blocked thread */
-	feed(&x, mk_sync(me, me + 1000000, mono_now_ns()), &sync_schema);
-	t0 = mono_now_ns();
-	while (mono_now_ns() - t0 < 250 * 1000000ULL) {
+	feed(&x, mk_sync(me, me + 1000000, nt_clock_mono_ns()), &sync_schema);
+	t0 = nt_clock_mono_ns();
+	while (nt_clock_mono_ns() - t0 < 250 * 1000000ULL) {
 		x.d->poll(x.state, 1, 100);
 		usleep(20000);
 	}
@@ -1340,7 +1340,7 @@ START_TEST(test_det_hang)
 	ck_assert_ptr_nonnull(strstr(a.ev, "\"blocked\":[]"));
 	alert_free(&a);
 	/* a process that is gone is forgotten, never reported */
-	feed(&x, mk_launch(0x7ffffff0, 1, mono_now_ns() - 10 * SEC, "k", ""), &launch_schema);
+	feed(&x, mk_launch(0x7ffffff0, 1, nt_clock_mono_ns() - 10 * SEC, "k", ""), &launch_schema);
 	x.d->poll(x.state, 1, 100);
 	ck_assert_int_eq(pub_count("alert.cuda_hang"), 2);
 	det_close(&x);

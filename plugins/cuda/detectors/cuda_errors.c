@@ -230,7 +230,7 @@ static void er_consume(void *state, const struct nt_event_hdr *ev,
 		r->dropped_keys++;
 		return;
 	}
-	now = mono_now_ns();
+	now = nt_clock_mono_ns();
 	k->count++;
 	k->last_ts = e.ts;
 	k->last_pid = e.pid;
@@ -260,7 +260,7 @@ static void er_consume(void *state, const struct nt_event_hdr *ev,
 /* Timer: sum up the repeats whose interval has passed. */
 static void er_tick(struct er *r)
 {
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 	uint64_t iv = (uint64_t)r->cfg->interval_ms * 1000000ULL;
 
 	for (size_t i = 0; i < r->nk; i++) {
@@ -328,7 +328,7 @@ static int er_poll(void *state, uint32_t token, uint32_t budget)
 static void er_flush(void *state)
 {
 	struct er *r = state;
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	/* shutdown: the pending repeats, regardless of the interval */
 	for (size_t i = 0; i < r->nk; i++)

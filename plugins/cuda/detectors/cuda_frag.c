@@ -116,7 +116,7 @@ static bool fr_holes_unused(const struct fr_proc *p)
 
 static void fr_tick(struct fr *f)
 {
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 	uint64_t realert = (uint64_t)f->cfg->realert_ms * 1000000ULL;
 
 	for (size_t i = 0; i < f->np; i++) {
@@ -203,7 +203,7 @@ static void fr_consume(void *state, const struct nt_event_hdr *ev,
 			} else {
 				/* fresh addresses: was there a hole it fit? (stats
 				 * refreshed at most every 20 ms) */
-				uint64_t now = mono_now_ns();
+				uint64_t now = nt_clock_mono_ns();
 
 				if (p->dirty && now - p->stats_ns >= 20000000ULL)
 					fr_compute(f, p);

@@ -95,7 +95,7 @@ static void hg_forget(struct hg *g, size_t i)
 
 static void hg_tick(struct hg *g)
 {
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 	uint64_t timeout = (uint64_t)g->cfg->timeout_ms * 1000000ULL;
 
 	for (size_t i = 0; i < g->np;) {

@@ -160,7 +160,7 @@ static void ml_run_exits(struct ml *m, uint64_t now, bool all)
 
 static void ml_tick(struct ml *m)
 {
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	ml_run_exits(m, now, false);
 	for (size_t i = 0; i < m->np; i++) {
@@ -232,7 +232,7 @@ static void ml_consume(void *state, const struct nt_event_hdr *ev,
 		}
 		m->exits[m->ne].pid = e.pid;
 		m->exits[m->ne].code = e.exit_code;
-		m->exits[m->ne].due_ns = mono_now_ns() +
+		m->exits[m->ne].due_ns = nt_clock_mono_ns() +
 					 (uint64_t)m->cfg->exit_delay_ms * 1000000ULL;
 		/* the name its allocations carried: the exit is seen from
 		 * whichever thread ended last ("cuda-EvtHandlr") */

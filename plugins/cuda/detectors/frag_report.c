@@ -21,7 +21,7 @@ void fr_compute(struct fr *f, struct fr_proc *p)
 		return;
 	frag_compute_used(v, (size_t)n, &p->used, &p->last);
 	p->last.paged = f->paged;
-	p->stats_ns = mono_now_ns();
+	p->stats_ns = nt_clock_mono_ns();
 	if (p->last.score > p->worst.score || !p->worst_ns) {
 		p->worst = p->last;
 		p->worst_ns = p->stats_ns;
@@ -71,7 +71,7 @@ const char *fr_write_svg(struct fr *f, struct fr_proc *p, char *path,
 	snprintf(title, sizeof(title),
 		 "CUDA memory timeline: pid %u (%s), device %d", p->pid, p->comm,
 		 p->dev);
-	err = tl_write_svg_file(&p->tl, path, title, mono_now_ns(), &f->tr.st,
+	err = tl_write_svg_file(&p->tl, path, title, nt_clock_mono_ns(), &f->tr.st,
 				p->worst.score > 0 ? &p->worst : &p->last,
 				p->worst.score > 0 ? p->worst_ns : 0);
 	if (err) {
@@ -178,7 +178,7 @@ void fr_alert(struct fr *f, struct fr_proc *p, uint32_t sev,
 			  sb_str(&msg), sb_str(&ev));
 	f->host->log(f->inst, NT_LOG_INFO, "%s", sb_str(&msg));
 	p->alerted = true;
-	p->last_alert_ns = mono_now_ns();
+	p->last_alert_ns = nt_clock_mono_ns();
 	sb_free(&ev);
 	sb_free(&msg);
 }

@@ -219,7 +219,7 @@ void oom_report(struct oom *o, const struct cuev *e)
 	det_alert_publish(o->host, o->inst, (uint32_t)o->alert_type, &subj,
 			  f.retry ? NT_SEV_INFO : NT_SEV_CRITICAL, sb_str(&msg),
 			  sb_str(&ev));
-	now = mono_now_ns();
+	now = nt_clock_mono_ns();
 	if (now >= e->ts)
 		o->host->metric_set(o->m_lat, NULL, (double)(now - e->ts) / 1e9);
 	o->host->log(o->inst, NT_LOG_WARN, "%s", sb_str(&msg));
