@@ -139,7 +139,7 @@ int py_attach(void *state)
 	st->skel = python_bpf__open();
 	if (!st->skel) {
 		err = -errno;
-		h->log(st->inst, NT_LOG_ERROR, "cannot open the BPF object: %s",
+		nt_log_err(st, "cannot open the BPF object: %s",
 		       strerror(-err));
 		return err;
 	}
@@ -164,14 +164,13 @@ int py_attach(void *state)
 		goto fail;
 	err = python_bpf__load(st->skel);
 	if (err) {
-		h->log(st->inst, NT_LOG_ERROR, "cannot load the BPF programs: %s",
+		nt_log_err(st, "cannot load the BPF programs: %s",
 		       strerror(-err));
 		goto fail;
 	}
 	err = open_perf(st);
 	if (err) {
-		h->log(st->inst, NT_LOG_ERROR,
-		       "cannot open the CPU-clock perf events for sampling: %s",
+		nt_log_err(st, "cannot open the CPU-clock perf events for sampling: %s",
 		       strerror(-err));
 		goto fail;
 	}
@@ -179,7 +178,7 @@ int py_attach(void *state)
 		st->l_switch = bpf_program__attach(st->skel->progs.py_switch);
 		if (!st->l_switch) {
 			err = -errno;
-			h->log(st->inst, NT_LOG_ERROR, "cannot attach sched_switch: %s",
+			nt_log_err(st, "cannot attach sched_switch: %s",
 			       strerror(-err));
 			goto fail;
 		}
@@ -187,7 +186,7 @@ int py_attach(void *state)
 	st->l_exec = bpf_program__attach(st->skel->progs.py_exec);
 	if (!st->l_exec) {
 		err = -errno;
-		h->log(st->inst, NT_LOG_ERROR, "cannot attach sched_process_exec: %s",
+		nt_log_err(st, "cannot attach sched_process_exec: %s",
 		       strerror(-err));
 		goto fail;
 	}
@@ -201,7 +200,7 @@ int py_attach(void *state)
 	if (!err && c->report_interval_s)
 		err = h->add_timer(st->inst, (uint64_t)c->report_interval_s * 1000, TOK_REPORT);
 	if (err) {
-		h->log(st->inst, NT_LOG_ERROR, "cannot add timers: %s",
+		nt_log_err(st, "cannot add timers: %s",
 		       strerror(-err));
 		goto fail;
 	}
@@ -210,11 +209,9 @@ int py_attach(void *state)
 	else
 		scan_host(st);
 	if (h->target_map_fd(st->inst) < 0 && !c->other_users)
-		h->log(st->inst, NT_LOG_INFO,
-		       "host-wide: sampling the processes of uid %u only (other_users = true for every user's)",
+		nt_log_info(st, "host-wide: sampling the processes of uid %u only (other_users = true for every user's)",
 		       (unsigned)geteuid());
-	h->log(st->inst, NT_LOG_INFO,
-	       "sampling Python stacks at %lld Hz on %d CPUs%s%s%s%s",
+	nt_log_info(st, "sampling Python stacks at %lld Hz on %d CPUs%s%s%s%s",
 	       (long long)c->frequency, st->n_cpus, c->idle ? ", off-CPU time too" : "",
 	       c->native ? ", native frames" : "", c->calls ? ", call tracing" : "",
 	       c->exceptions ? ", exceptions" : "");

@@ -111,7 +111,6 @@ static void metric_procs(struct py_plugin *st)
 
 static void attach_extras(struct py_plugin *st, struct pyp *p)
 {
-	const struct nt_host *h = st->host;
 	char path[PATH_MAX + 64];
 	char msg[PATH_MAX + 256];
 
@@ -122,7 +121,7 @@ static void attach_extras(struct py_plugin *st, struct pyp *p)
 				 "call tracing is off for pid %u: %s was built without "
 				 "USDT markers (no python:function__entry note; CPython's "
 				 "--with-dtrace)", p->pid, p->found.object);
-			h->log(st->inst, NT_LOG_WARN, "%s", msg);
+			nt_log_warn(st, "%s", msg);
 			publish_proc(st, p, -ENOTSUP, msg);
 		} else {
 			p->l_entry = bpf_program__attach_usdt(st->skel->progs.py_func_entry,
@@ -138,8 +137,7 @@ static void attach_extras(struct py_plugin *st, struct pyp *p)
 
 				bpf_link__destroy(p->l_entry);
 				p->l_entry = NULL;
-				h->log(st->inst, NT_LOG_WARN,
-				       "pid %u: cannot attach the USDT markers of %s: %s; "
+				nt_log_warn(st, "pid %u: cannot attach the USDT markers of %s: %s; "
 				       "call tracing is off for it", p->pid,
 				       p->found.object, strerror(-err));
 			}
@@ -151,8 +149,7 @@ static void attach_extras(struct py_plugin *st, struct pyp *p)
 		p->l_exc = bpf_program__attach_uprobe_opts(st->skel->progs.py_exc,
 							   (pid_t)p->pid, path, 0, &uo);
 		if (!p->l_exc)
-			h->log(st->inst, NT_LOG_WARN,
-			       "pid %u: cannot attach to PyTraceBack_Here in %s: %s; "
+			nt_log_warn(st, "pid %u: cannot attach to PyTraceBack_Here in %s: %s; "
 			       "exceptions are not counted for it", p->pid,
 			       p->found.object, strerror(errno));
 	}
@@ -184,8 +181,7 @@ static bool proc_allowed(struct py_plugin *st, struct pyp *p)
 		return false; /* gone */
 	if (uid == geteuid())
 		return true;
-	st->host->log(st->inst, NT_LOG_DEBUG,
-		      "pid %u belongs to uid %u, not ntcore's: not sampled (other_users = false)",
+	nt_log_dbg(st, "pid %u belongs to uid %u, not ntcore's: not sampled (other_users = false)",
 		      p->pid, (unsigned)uid);
 	return false;
 }
@@ -231,7 +227,7 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 				 p->pid, err);
 			/* a line only for a process the user named: the
 			 * shells and tools the job runs are not news */
-			h->log(st->inst, named_target(h, st->inst, p->pid) ? NT_LOG_INFO
+			nt_kit_log(st->host, st->inst, named_target(h, st->inst, p->pid) ? NT_LOG_INFO
 									  : NT_LOG_DEBUG,
 			       "%s", msg);
 			if (h->target_map_fd(st->inst) >= 0)
@@ -247,7 +243,7 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 			}
 			p->status = PS_REFUSED;
 			snprintf(msg, sizeof(msg), "pid %u: %s", p->pid, err);
-			h->log(st->inst, NT_LOG_WARN, "%s", msg);
+			nt_log_warn(st, "%s", msg);
 			publish_proc(st, p, -ENOTSUP, msg);
 			return;
 		}
@@ -274,7 +270,7 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 			 "pid %u: CPython %d.%d (%s): %s; offsets from %s; not sampling it",
 			 p->pid, p->found.major, p->found.minor, p->found.object, err,
 			 p->layout.source);
-		h->log(st->inst, NT_LOG_WARN, "%s", msg);
+		nt_log_warn(st, "%s", msg);
 		publish_proc(st, p, -EPROTO, msg);
 		return;
 	}
@@ -284,7 +280,7 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 	if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.py_procs), &p->pid, &pv,
 				BPF_ANY)) {
 		p->status = PS_REFUSED;
-		h->log(st->inst, NT_LOG_WARN, "pid %u: cannot register it (%s)",
+		nt_log_warn(st, "pid %u: cannot register it (%s)",
 		       p->pid, strerror(errno));
 		return;
 	}
@@ -295,7 +291,7 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 		 p->pid, p->found.major, p->found.minor, p->found.object,
 		 p->layout.source, (long long)st->cfg->frequency,
 		 p->l_entry ? ", call tracing" : "", p->l_exc ? ", exceptions" : "");
-	h->log(st->inst, NT_LOG_INFO, "%s", msg);
+	nt_log_info(st, "%s", msg);
 	publish_proc(st, p, 0, msg);
 	metric_procs(st);
 	seed_idle(st, p);
@@ -311,7 +307,7 @@ void proc_seen(struct py_plugin *st, uint32_t pid, bool exec, uint64_t ts)
 	if (p && (!exec || ts < p->inspected_ns))
 		return;
 	if (p)
-		st->host->log(st->inst, NT_LOG_DEBUG, "pid %u exec'd (was %s): inspecting again",
+		nt_log_dbg(st, "pid %u exec'd (was %s): inspecting again",
 			      pid, p->status == PS_ATTACHED ? "sampled" : "not sampled");
 	if (p && exec) {
 		proc_unlink(st, p);
@@ -347,14 +343,13 @@ void proc_gone(struct py_plugin *st, uint32_t pid)
 		py_agg_top(st->agg, pid, 1, &row, &all);
 		/* No line for a Python that never ran long enough to be
 		 * sampled (a helper the job started). */
-		st->host->log(st->inst, all ? NT_LOG_INFO : NT_LOG_DEBUG,
+		nt_kit_log(st->host, st->inst, all ? NT_LOG_INFO : NT_LOG_DEBUG,
 			      "pid %u exited: %llu samples kept; %llu frames could not be "
 			      "named (the process was gone before their code was read)",
 			      pid, (unsigned long long)all,
 			      (unsigned long long)p->unresolved);
 		if (p->join_how[0] + p->join_how[1] + p->join_how[2] + p->join_how[3])
-			st->host->log(st->inst, NT_LOG_INFO,
-				      "pid %u: CUDA launches joined with the launching thread's "
+			nt_log_info(st, "pid %u: CUDA launches joined with the launching thread's "
 				      "own stack %llu (+%llu by its next sample), lent a blocked "
 				      "thread's stack %llu; not joined %llu: Python thread "
 				      "without a recent sample %llu, no other Python thread "

@@ -23,43 +23,41 @@
 
 #include <bpf/libbpf.h>
 
+#include "ntcore/kit/cfg.h"
+
 #include "pyplugin.h"
 
-#define KEY(k, t, d, lo, hi, text)                                             \
-	{ .key = #k, .type = (t), .offset = offsetof(struct py_cfg, k),        \
-	  .def = (d), .min = (lo), .max = (hi), .desc = (text) }
-
 static const struct nt_cfg_key py_config[] = {
-	KEY(frequency, NT_CFG_INT, "99", 1, 10000,
-	    "samples per second per CPU (perf CPU clock); also the idle sample rate"),
-	KEY(max_frames, NT_CFG_INT, "64", 1, PY_MAX_FRAMES,
-	    "Python frames walked per sample (deeper stacks are cut at the root)"),
-	KEY(idle, NT_CFG_BOOL, "true", 1, 0,
-	    "also attribute off-CPU time (sleeping, waiting, GIL) like a wall-clock sampler"),
-	KEY(native, NT_CFG_BOOL, "false", 1, 0,
-	    "append the native frames a Python function was running (needs frame pointers)"),
-	KEY(lines, NT_CFG_BOOL, "true", 1, 0,
-	    "folded frames carry the line (\"f (file:line)\"); false: \"f (file)\""),
-	KEY(calls, NT_CFG_BOOL, "false", 1, 0,
-	    "call tracing through CPython's USDT markers: exact counts and times (costly)"),
-	KEY(call_pattern, NT_CFG_STRING, "\"*\"", 1, 0,
-	    "fnmatch pattern on the function name or \"file:function\" for call tracing"),
-	KEY(exceptions, NT_CFG_BOOL, "false", 1, 0,
-	    "count raised exceptions by type and raising location (uprobe PyTraceBack_Here)"),
-	KEY(top_n, NT_CFG_INT, "20", 1, 1000,
-	    "functions in python.report and in the top-function metrics"),
-	KEY(report_interval_s, NT_CFG_INT, "0", 0, 86400,
-	    "publish stacks and reports every so often (s); 0 = at process exit and shutdown"),
-	KEY(ringbuf_kb, NT_CFG_INT, "1024", 64, 1048576,
-	    "BPF ring buffer size in KiB (a power of two; the reader is woken every 64 KiB; the ring is mapped into ntcore: it counts in its RSS)"),
-	KEY(max_stacks, NT_CFG_INT, "100000", 100, 10000000,
-	    "distinct stacks kept (further ones are counted as \"[other stacks]\")"),
-	KEY(native_stacks, NT_CFG_INT, "16384", 64, 1048576,
-	    "native stack map entries (native = true)"),
-	KEY(cuda_join, NT_CFG_BOOL, "true", 1, 0,
-	    "join cuda.launch events (cuda probe) with the thread's latest Python stack"),
-	KEY(other_users, NT_CFG_BOOL, "false", 1, 0,
-	    "host-wide, also sample other users' processes (ntcore's own user's only by default; -p and -- CMD targets always)"),
+	NT_KEY_INT(struct py_cfg, frequency, 99, 1, 10000,
+		   "samples per second per CPU (perf CPU clock); also the idle sample rate"),
+	NT_KEY_INT(struct py_cfg, max_frames, 64, 1, PY_MAX_FRAMES,
+		   "Python frames walked per sample (deeper stacks are cut at the root)"),
+	NT_KEY_BOOL(struct py_cfg, idle, true,
+		    "also attribute off-CPU time (sleeping, waiting, GIL) like a wall-clock sampler"),
+	NT_KEY_BOOL(struct py_cfg, native, false,
+		    "append the native frames a Python function was running (needs frame pointers)"),
+	NT_KEY_BOOL(struct py_cfg, lines, true,
+		    "folded frames carry the line (\"f (file:line)\"); false: \"f (file)\""),
+	NT_KEY_BOOL(struct py_cfg, calls, false,
+		    "call tracing through CPython's USDT markers: exact counts and times (costly)"),
+	NT_KEY_STR(struct py_cfg, call_pattern, "*",
+		   "fnmatch pattern on the function name or \"file:function\" for call tracing"),
+	NT_KEY_BOOL(struct py_cfg, exceptions, false,
+		    "count raised exceptions by type and raising location (uprobe PyTraceBack_Here)"),
+	NT_KEY_INT(struct py_cfg, top_n, 20, 1, 1000,
+		   "functions in python.report and in the top-function metrics"),
+	NT_KEY_INT(struct py_cfg, report_interval_s, 0, 0, 86400,
+		   "publish stacks and reports every so often (s); 0 = at process exit and shutdown"),
+	NT_KEY_INT(struct py_cfg, ringbuf_kb, 1024, 64, 1048576,
+		   "BPF ring buffer size in KiB (a power of two; the reader is woken every 64 KiB; the ring is mapped into ntcore: it counts in its RSS)"),
+	NT_KEY_INT(struct py_cfg, max_stacks, 100000, 100, 10000000,
+		   "distinct stacks kept (further ones are counted as \"[other stacks]\")"),
+	NT_KEY_INT(struct py_cfg, native_stacks, 16384, 64, 1048576,
+		   "native stack map entries (native = true)"),
+	NT_KEY_BOOL(struct py_cfg, cuda_join, true,
+		    "join cuda.launch events (cuda probe) with the thread's latest Python stack"),
+	NT_KEY_BOOL(struct py_cfg, other_users, false,
+		    "host-wide, also sample other users' processes (ntcore's own user's only by default; -p and -- CMD targets always)"),
 };
 
 static void py_consume(void *state, const struct nt_event_hdr *ev,
@@ -120,7 +118,7 @@ static int py_poll(void *state, uint32_t token, uint32_t budget)
 	case TOK_RING:
 		n = ring_buffer__consume(st->rb);
 		if (n < 0 && n != -EINTR) {
-			st->host->log(st->inst, NT_LOG_WARN, "ring buffer: %s",
+			nt_log_warn(st, "ring buffer: %s",
 				      strerror(-n));
 			n = 0;
 		}
@@ -168,7 +166,7 @@ static int py_init(struct nt_instance *inst, const struct nt_host *host,
 	st->t_proc = host->register_schema(inst, &py_proc_schema);
 	if (st->t_stack < 0 || st->t_report < 0 || st->t_calls < 0 ||
 	    st->t_exc < 0 || st->t_proc < 0) {
-		host->log(inst, NT_LOG_ERROR, "cannot register event schemas");
+		nt_log_err(st, "cannot register event schemas");
 		py_agg_free(st->agg);
 		free(st->text);
 		free(st);
@@ -177,7 +175,7 @@ static int py_init(struct nt_instance *inst, const struct nt_host *host,
 	for (int i = 0; i < M_N; i++) {
 		st->m[i] = host->metric_register(inst, &py_metric_desc[i]);
 		if (!st->m[i]) {
-			host->log(inst, NT_LOG_ERROR, "cannot register metric %s",
+			nt_log_err(st, "cannot register metric %s",
 				  py_metric_desc[i].name);
 			py_agg_free(st->agg);
 			free(st->text);
@@ -193,7 +191,7 @@ static int py_init(struct nt_instance *inst, const struct nt_host *host,
 		host->subscribe(inst, "cuda.memcpy");
 		host->subscribe(inst, "cuda.memset");
 		if (py_lend_init(&st->lend, host, inst))
-			host->log(inst, NT_LOG_WARN, "cannot register python.launch_stack: no stacks lent");
+			nt_log_warn(st, "cannot register python.launch_stack: no stacks lent");
 	}
 	*state = st;
 	return 0;
