@@ -17,24 +17,19 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "ntcore/kit/proc.h"
 #include "pyplugin.h"
 
 /* The process's name from /proc/PID/comm; kept when it cannot be read
  * (the process is gone: its events still carry the name it had). */
 void read_comm(struct pyp *p)
 {
-	char path[48], name[NT_COMM_LEN + 2] = "";
-	FILE *f;
+	char name[NT_COMM_LEN + 2];
 
-	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-	if (!(f = fopen(path, "re")))
+	if (nt_proc_comm(p->pid, 0, name, sizeof(name)) < 0)
 		return;
-	if (fgets(name, sizeof(name), f)) {
-		name[strcspn(name, "\n")] = '\0';
-		memset(p->comm, 0, sizeof(p->comm));
-		memcpy(p->comm, name, strnlen(name, NT_COMM_LEN));
-	}
-	fclose(f);
+	memset(p->comm, 0, sizeof(p->comm));
+	memcpy(p->comm, name, strnlen(name, NT_COMM_LEN));
 }
 
 struct pyp *proc_get(struct py_plugin *st, uint32_t pid, bool create)
@@ -209,19 +204,15 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 		}
 		if (ret) {
 			char self[PATH_MAX];
-			ssize_t l;
 
 			if (++p->tries < (p->from_exec ? FIND_TRIES : 1))
 				return;
 			p->status = PS_NOTPY;
 			/* a child of ours that has not exec'd yet (-- CMD): quiet,
 			 * its exec brings it back */
-			l = readlink("/proc/self/exe", self, sizeof(self) - 1);
-			if (l > 0) {
-				self[l] = '\0';
-				if (strcmp(self, p->found.exe) == 0)
-					return;
-			}
+			if (nt_proc_exe((uint32_t)getpid(), self, sizeof(self)) > 0 &&
+			    strcmp(self, p->found.exe) == 0)
+				return;
 			snprintf(msg, sizeof(msg),
 				 "pid %u is not a CPython process (%s); not sampling it",
 				 p->pid, err);
@@ -420,18 +411,14 @@ void scan_host(struct py_plugin *st)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		char p[64], exe[PATH_MAX];
+		char exe[PATH_MAX];
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
-		ssize_t l;
 
 		if (*end || !pid || pid == (unsigned long)getpid())
 			continue;
-		snprintf(p, sizeof(p), "/proc/%lu/exe", pid);
-		l = readlink(p, exe, sizeof(exe) - 1);
-		if (l <= 0)
+		if (nt_proc_exe((uint32_t)pid, exe, sizeof(exe)) <= 0)
 			continue;
-		exe[l] = '\0';
 		if (py_is_python_name(exe))
 			proc_seen(st, (uint32_t)pid, false, 0);
 	}

@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/kit/cfg.h"
+#include "ntcore/kit/proc.h"
 
 #include "pyplugin.h"
 
@@ -97,13 +98,9 @@ static void tick(struct py_plugin *st)
 		poll_targets(st);
 	/* processes that went away without a proc.exit (host-wide mode) */
 	it = 0;
-	while (py_map_next(&st->procs, &it, &k, &v)) {
-		char path[32];
-
-		snprintf(path, sizeof(path), "/proc/%u", (uint32_t)k);
-		if (access(path, F_OK) != 0)
+	while (py_map_next(&st->procs, &it, &k, &v))
+		if (!nt_proc_alive((uint32_t)k))
 			proc_gone(st, (uint32_t)k);
-	}
 }
 
 static int py_poll(void *state, uint32_t token, uint32_t budget)

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "ntcore/kit/proc.h"
 #include "pyplugin.h"
 
 struct thr *thr_get(struct py_plugin *st, uint32_t tid, uint32_t pid)
@@ -39,27 +40,6 @@ struct thr *thr_get(struct py_plugin *st, uint32_t tid, uint32_t pid)
 	return t;
 }
 
-/* "S", "R", ... of a thread and its name; 0 if unreadable. */
-static char thread_state(uint32_t pid, uint32_t tid, char *comm, size_t len)
-{
-	char path[64], buf[512], *lp, *rp;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/stat", pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp || rp[1] != ' ')
-		return 0;
-	snprintf(comm, len, "%.*s", (int)(rp - lp - 1), lp + 1);
-	return rp[2];
-}
-
 /* One thread of p: walk it from user space if its current off-CPU
  * period has no stack of its own (see seed_idle). */
 static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
@@ -67,7 +47,7 @@ static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
 {
 	struct thr *t = py_map_get(&st->threads, tid);
 	struct py_offcpu oc, again;
-	char comm[NT_COMM_LEN + 1] = "";
+	char comm[NT_COMM_LEN + 1] = "", state;
 	bool have = bpf_map_lookup_elem(ofd, &tid, &oc) == 0;
 	uint32_t stack;
 
@@ -77,8 +57,11 @@ static void seed_thread(struct py_plugin *st, struct pyp *p, int ofd,
 		return;
 	if (have && now - oc.out_ns < st->period_ns)
 		return; /* just left: a WEIGHT may come first anyway */
-	if (thread_state(p->pid, tid, comm, sizeof(comm)) == 'R' || !comm[0])
-		return; /* running: the sampler sees it */
+	state = nt_proc_state(NULL, p->pid, tid);
+	if (!state || state == 'R')
+		return; /* gone, or running: the sampler sees it */
+	if (nt_proc_comm(p->pid, tid, comm, sizeof(comm)) <= 0)
+		return;
 	stack = user_walk(st, p, tid, tstate, comm, now);
 	t = stack != UINT32_MAX ? thr_get(st, tid, p->pid) : NULL;
 	if (!t)
