@@ -309,12 +309,12 @@ void publish_all(struct py_plugin *st, uint32_t pid)
 {
 	struct emit_ctx ec = { st, st->text, TEXT_MAX };
 
-	if (!st->skel)
-		return;
-	if (st->cfg->idle)
+	/* without the BPF object (a test feeding records), only what the
+	 * records gave: the maps' pending off-CPU time and calls are not there */
+	if (st->cfg->idle && st->skel)
 		flush_offcpu(st, pid);
 	py_agg_emit(st->agg, pid, emit_stack, &ec);
-	if (st->cfg->calls)
+	if (st->cfg->calls && st->skel)
 		publish_calls(st, pid);
 	if (st->cfg->exceptions)
 		publish_excs(st, pid, st->text, TEXT_MAX);
