@@ -19,6 +19,7 @@
 
 #include "ntcore/bpf.h"
 #include "ntcore/kit/links.h"
+#include "ntcore/kit/tp.h"
 #include "pyplugin.h"
 
 void py_detach(void *state)
@@ -129,92 +130,123 @@ static uint64_t tp_to_pthread_self(void)
 #endif
 }
 
+/* Open the BPF object and size and switch its parts by config. */
+static int bpf_open_configured(struct py_plugin *st)
+{
+	const struct py_cfg *c = st->cfg;
+	struct python_bpf *sk;
+	/* tp_btf only (their arguments need BTF): no flavour to choose, the
+	 * kit's table only switches them by config */
+	struct nt_tp_prog tps[2];
+	int err;
+
+	st->skel = sk = python_bpf__open();
+	if (!sk) {
+		err = -errno;
+		nt_log_err(st, "cannot open the BPF object: %s", strerror(-err));
+		return err;
+	}
+	sk->rodata->max_frames = (uint32_t)c->max_frames;
+	sk->rodata->want_native = c->native;
+	sk->rodata->want_idle = c->idle;
+	sk->rodata->period_ns = st->period_ns;
+	sk->rodata->self_pid = (uint32_t)getpid();
+	sk->rodata->tp_to_pthread = tp_to_pthread_self();
+	bpf_map__set_max_entries(sk->maps.py_events, (uint32_t)c->ringbuf_kb * 1024);
+	bpf_map__set_max_entries(sk->maps.py_native,
+				 c->native ? (uint32_t)c->native_stacks : 1);
+	tps[0] = (struct nt_tp_prog){ .tp = "sched_switch", .btf = sk->progs.py_switch,
+				      .skip = !c->idle };
+	tps[1] = (struct nt_tp_prog){ .tp = "sched_process_exec",
+				      .btf = sk->progs.py_exec };
+	err = nt_tp_apply(st->host, st->inst, NULL, NT_TP_BTF, tps, NT_ARRAY_LEN(tps));
+	if (err)
+		return err;
+	bpf_program__set_autoload(sk->progs.py_tasks, c->idle);
+	bpf_program__set_autoload(sk->progs.py_func_entry, c->calls);
+	bpf_program__set_autoload(sk->progs.py_func_return, c->calls);
+	bpf_program__set_autoload(sk->progs.py_exc, c->exceptions);
+	return nt_bpf_use_targets(st->host, st->inst, sk->maps.nt_targets,
+				  &sk->rodata->nt_filter_on);
+}
+
+/* One program attached (its link in *out), or an error logged. */
+static int attach_one(struct py_plugin *st, struct bpf_program *prog,
+		      struct bpf_link **out, const char *what)
+{
+	int err;
+
+	*out = bpf_program__attach(prog);
+	if (*out)
+		return 0;
+	err = -errno;
+	nt_log_err(st, "cannot attach %s: %s", what, strerror(-err));
+	return err;
+}
+
+static int add_timers(struct py_plugin *st)
+{
+	const struct nt_host *h = st->host;
+	int err = h->add_timer(st->inst, TICK_MS, TOK_TICK);
+
+	if (!err)
+		err = h->add_timer(st->inst, DRAIN_MS, TOK_DRAIN);
+	if (!err && st->cfg->report_interval_s)
+		err = h->add_timer(st->inst, (uint64_t)st->cfg->report_interval_s * 1000,
+				   TOK_REPORT);
+	if (err)
+		nt_log_err(st, "cannot add timers: %s", strerror(-err));
+	return err;
+}
+
+/* The first processes, and what is sampled. */
+static void start_sampling(struct py_plugin *st)
+{
+	const struct py_cfg *c = st->cfg;
+	bool host_wide = st->host->target_map_fd(st->inst) < 0;
+
+	if (host_wide)
+		scan_host(st);
+	else
+		poll_targets(st);
+	if (host_wide && !c->other_users)
+		nt_log_info(st, "host-wide: sampling the processes of uid %u only "
+			    "(other_users = true for every user's)", (unsigned)geteuid());
+	nt_log_info(st, "sampling Python stacks at %lld Hz on %d CPUs%s%s%s%s",
+		    (long long)c->frequency, st->n_cpus,
+		    c->idle ? ", off-CPU time too" : "", c->native ? ", native frames" : "",
+		    c->calls ? ", call tracing" : "", c->exceptions ? ", exceptions" : "");
+}
+
 int py_attach(void *state)
 {
 	struct py_plugin *st = state;
-	const struct py_cfg *c = st->cfg;
-	const struct nt_host *h = st->host;
-	int err;
+	int err = bpf_open_configured(st);
 
-	st->skel = python_bpf__open();
-	if (!st->skel) {
-		err = -errno;
-		nt_log_err(st, "cannot open the BPF object: %s",
-		       strerror(-err));
-		return err;
-	}
-	st->skel->rodata->max_frames = (uint32_t)c->max_frames;
-	st->skel->rodata->want_native = c->native;
-	st->skel->rodata->want_idle = c->idle;
-	st->skel->rodata->period_ns = st->period_ns;
-	st->skel->rodata->self_pid = (uint32_t)getpid();
-	st->skel->rodata->tp_to_pthread = tp_to_pthread_self();
-	bpf_map__set_max_entries(st->skel->maps.py_events,
-				 (uint32_t)c->ringbuf_kb * 1024);
-	bpf_map__set_max_entries(st->skel->maps.py_native,
-				 c->native ? (uint32_t)c->native_stacks : 1);
-	bpf_program__set_autoload(st->skel->progs.py_switch, c->idle);
-	bpf_program__set_autoload(st->skel->progs.py_tasks, c->idle);
-	bpf_program__set_autoload(st->skel->progs.py_func_entry, c->calls);
-	bpf_program__set_autoload(st->skel->progs.py_func_return, c->calls);
-	bpf_program__set_autoload(st->skel->progs.py_exc, c->exceptions);
-	err = nt_bpf_use_targets(h, st->inst, st->skel->maps.nt_targets,
-				 &st->skel->rodata->nt_filter_on);
 	if (err)
 		goto fail;
 	err = python_bpf__load(st->skel);
 	if (err) {
-		nt_log_err(st, "cannot load the BPF programs: %s",
-		       strerror(-err));
+		nt_log_err(st, "cannot load the BPF programs: %s", strerror(-err));
 		goto fail;
 	}
 	err = open_perf(st);
 	if (err) {
 		nt_log_err(st, "cannot open the CPU-clock perf events for sampling: %s",
-		       strerror(-err));
+			   strerror(-err));
 		goto fail;
 	}
-	if (c->idle) {
-		st->l_switch = bpf_program__attach(st->skel->progs.py_switch);
-		if (!st->l_switch) {
-			err = -errno;
-			nt_log_err(st, "cannot attach sched_switch: %s",
-			       strerror(-err));
-			goto fail;
-		}
-	}
-	st->l_exec = bpf_program__attach(st->skel->progs.py_exec);
-	if (!st->l_exec) {
-		err = -errno;
-		nt_log_err(st, "cannot attach sched_process_exec: %s",
-		       strerror(-err));
+	if (st->cfg->idle &&
+	    (err = attach_one(st, st->skel->progs.py_switch, &st->l_switch, "sched_switch")))
 		goto fail;
-	}
-	err = nt_bpf_ring_open(h, st->inst, st->skel->maps.py_events, on_ring, st,
-			       TOK_RING, &st->rb);
+	err = attach_one(st, st->skel->progs.py_exec, &st->l_exec, "sched_process_exec");
 	if (err)
 		goto fail;
-	err = h->add_timer(st->inst, TICK_MS, TOK_TICK);
-	if (!err)
-		err = h->add_timer(st->inst, DRAIN_MS, TOK_DRAIN);
-	if (!err && c->report_interval_s)
-		err = h->add_timer(st->inst, (uint64_t)c->report_interval_s * 1000, TOK_REPORT);
-	if (err) {
-		nt_log_err(st, "cannot add timers: %s",
-		       strerror(-err));
+	err = nt_bpf_ring_open(st->host, st->inst, st->skel->maps.py_events, on_ring,
+			       st, TOK_RING, &st->rb);
+	if (err || (err = add_timers(st)))
 		goto fail;
-	}
-	if (h->target_map_fd(st->inst) >= 0)
-		poll_targets(st);
-	else
-		scan_host(st);
-	if (h->target_map_fd(st->inst) < 0 && !c->other_users)
-		nt_log_info(st, "host-wide: sampling the processes of uid %u only (other_users = true for every user's)",
-		       (unsigned)geteuid());
-	nt_log_info(st, "sampling Python stacks at %lld Hz on %d CPUs%s%s%s%s",
-	       (long long)c->frequency, st->n_cpus, c->idle ? ", off-CPU time too" : "",
-	       c->native ? ", native frames" : "", c->calls ? ", call tracing" : "",
-	       c->exceptions ? ", exceptions" : "");
+	start_sampling(st);
 	return 0;
 fail:
 	py_detach(st);

@@ -135,23 +135,148 @@ static void join_pick(struct py_plugin *st, struct pyp *p,
 		 st, &lim, r);
 }
 
+/* A vstr field of ev (a field of its schema), or false. */
+static bool ev_vstr(const struct nt_event_hdr *ev, const struct nt_field *f,
+		    const char **txt, uint32_t *len)
+{
+	struct nt_vstr v;
+
+	if (!f || (uint32_t)f->offset + sizeof(struct nt_vstr) > ev->size)
+		return false;
+	memcpy(&v, (const char *)ev + f->offset, sizeof(v));
+	if (!v.len || (uint64_t)v.off + v.len > ev->size)
+		return false;
+	*txt = (const char *)ev + v.off;
+	*len = v.len;
+	return true;
+}
+
+/* The Python frames of the joined stack (native frames of that sample
+ * dropped), marked when the stack is another thread's; or a marker frame
+ * when none was joined. Returns how many ids were written. */
+static uint32_t joined_frames(struct py_plugin *st, const struct nt_event_hdr *ev,
+			      const char *comm, const struct pyj_result *jr,
+			      uint32_t *ids)
+{
+	const uint32_t *fr = NULL;
+	uint32_t n = 0, nf = 0;
+
+	if (jr->how != PYJ_NONE)
+		fr = py_agg_stack_frames(st->agg, jr->stack, &nf);
+	if (!fr || !nf) {
+		ids[n++] = py_agg_frame(st->agg, "[no recent Python sample]", NULL, 0);
+		return n;
+	}
+	for (uint32_t i = 0; i < nf && n < PY_MAX_FRAMES; i++) {
+		const char *file;
+		int line;
+
+		py_agg_frame_func(st->agg, fr[i], &file, &line);
+		if (file)
+			ids[n++] = fr[i];
+	}
+	if (jr->how == PYJ_CROSS) {
+		/* crossed threads: the launch is another thread's */
+		char mark[64];
+
+		snprintf(mark, sizeof(mark), "[launched by thread %u %s]", ev->tid, comm);
+		ids[n++] = py_agg_frame(st->agg, mark, NULL, 0);
+	}
+	return n;
+}
+
+/* The native frames of the launch's own stack (txt: root first,
+ * ';'-separated) after the last eval-loop frame, at most the innermost
+ * PY_NATIVE_MAX (a ring of the latest ones), appended to ids. */
+static uint32_t native_tail(struct py_plugin *st, const char *txt, uint32_t len,
+			    uint32_t *ids)
+{
+	const char *frames[PY_NATIVE_MAX];
+	size_t lens[PY_NATIVE_MAX];
+	uint32_t k = 0, head = 0;
+
+	for (size_t i = 0, start = 0; i <= len; i++) {
+		if (i < len && txt[i] != ';')
+			continue;
+		size_t l = i - start;
+		const char *f = txt + start;
+
+		start = i + 1;
+		if (!l)
+			continue;
+		if (memmem(f, l, "_PyEval_EvalFrame", 17)) {
+			k = head = 0;
+			continue;
+		}
+		frames[(head + k) % PY_NATIVE_MAX] = f;
+		lens[(head + k) % PY_NATIVE_MAX] = l;
+		if (k < PY_NATIVE_MAX)
+			k++;
+		else
+			head = (head + 1) % PY_NATIVE_MAX;
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		uint32_t at = (head + i) % PY_NATIVE_MAX;
+		char name[256];
+		size_t l = lens[at] < sizeof(name) - 1 ? lens[at] : sizeof(name) - 1;
+
+		memcpy(name, frames[at], l);
+		name[l] = '\0';
+		ids[i] = py_agg_frame(st->agg, name, NULL, 0);
+	}
+	return k;
+}
+
+/* The launch's statistics for the exit line (pid's join_how/join_why). */
+static void count_join(struct pyp *p, const struct nt_event_hdr *ev,
+		       const struct pyj_result *jr)
+{
+	uint64_t now = nt_clock_mono_ns();
+
+	if (now > ev->ts_ns && now - ev->ts_ns > p->join_lag_max_ns)
+		p->join_lag_max_ns = now - ev->ts_ns;
+	p->join_how[jr->how & 3]++;
+	if (jr->how == PYJ_NONE && jr->why < PYJ_WHY_N)
+		p->join_why[jr->why]++;
+}
+
+/* A launch counted in python.stack (state cuda), its kernel innermost. */
+static void count_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
+			 const struct nt_field *fk, const char *comm,
+			 uint32_t *ids, uint32_t n)
+{
+	const char *txt;
+	uint32_t len, stack;
+
+	if (ev_vstr(ev, fk, &txt, &len)) {
+		char name[512];
+		size_t l = len < 400 ? len : 400;
+
+		snprintf(name, sizeof(name), "[kernel] %.*s", (int)l, txt);
+		ids[n++] = py_agg_frame(st->agg, name, NULL, 0);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (ids[i] == UINT32_MAX)
+			return;
+	stack = py_agg_stack(st->agg, ev->pid, ev->tid, PY_ST_CUDA, ids, n, comm);
+	if (stack != UINT32_MAX)
+		py_agg_add(st->agg, stack, 1);
+}
+
 /*
  * A host call of the cuda probe: joined with a Python stack. Launches
  * (`launch`) are counted in python.stack (state cuda); every joined call's
  * stack is also lent as python.launch_stack while someone listens.
  */
 void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
-			   const struct nt_schema *schema, bool launch)
+		    const struct nt_schema *schema, bool launch)
 {
 	uint32_t ids[PY_MAX_FRAMES + PY_NATIVE_MAX + 4];
-	uint32_t n = 0, nf = 0;
-	const uint32_t *fr = NULL;
-	const struct nt_field *fs = field_named(schema, "stack", NT_F_VSTR);
-	const struct nt_field *fk = field_named(schema, "kernel", NT_F_VSTR);
 	struct pyp *p = proc_get(st, ev->pid, false);
 	char comm[NT_COMM_LEN + 1];
 	struct pyj_result jr;
-	uint32_t stack;
+	const char *txt;
+	uint32_t n, len;
 
 	if (!p || p->status != PS_ATTACHED || (!launch && !py_lend_wanted(&st->lend)))
 		return;
@@ -162,104 +287,15 @@ void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	if (st->rb)
 		ring_buffer__consume(st->rb);
 	join_pick(st, p, ev, &jr);
-	if (launch) {
-		uint64_t now = nt_clock_mono_ns();
-
-		if (now > ev->ts_ns && now - ev->ts_ns > p->join_lag_max_ns)
-			p->join_lag_max_ns = now - ev->ts_ns;
-		p->join_how[jr.how & 3]++;
-		if (jr.how == PYJ_NONE && jr.why < PYJ_WHY_N)
-			p->join_why[jr.why]++;
-	}
-	if (jr.how != PYJ_NONE)
-		fr = py_agg_stack_frames(st->agg, jr.stack, &nf);
-	if (!fr || !nf) {
-		ids[n++] = py_agg_frame(st->agg, "[no recent Python sample]", NULL, 0);
-	} else {
-		/* the Python frames only (drop native frames of that sample) */
-		for (uint32_t i = 0; i < nf && n < PY_MAX_FRAMES; i++) {
-			const char *file;
-			int line;
-
-			py_agg_frame_func(st->agg, fr[i], &file, &line);
-			if (file)
-				ids[n++] = fr[i];
-		}
-		if (jr.how == PYJ_CROSS) {
-			/* crossed threads: the launch is another thread's */
-			char mark[64];
-
-			snprintf(mark, sizeof(mark), "[launched by thread %u %s]",
-				 ev->tid, comm);
-			ids[n++] = py_agg_frame(st->agg, mark, NULL, 0);
-		}
-	}
-	if (fs && (uint32_t)fs->offset + sizeof(struct nt_vstr) <= ev->size) {
-		struct nt_vstr v;
-		const char *txt;
-		const char *frames[PY_NATIVE_MAX];
-		size_t lens[PY_NATIVE_MAX];
-		uint32_t k = 0;
-
-		memcpy(&v, (const char *)ev + fs->offset, sizeof(v));
-		if (v.len && (uint64_t)v.off + v.len <= ev->size) {
-			txt = (const char *)ev + v.off;
-			/* root first, ';'-separated: the native frames after the
-			 * last eval-loop frame, at most the innermost
-			 * PY_NATIVE_MAX (a ring of the latest ones) */
-			uint32_t head = 0;
-			for (size_t i = 0, start = 0; i <= v.len; i++) {
-				if (i < v.len && txt[i] != ';')
-					continue;
-				size_t len = i - start;
-				const char *f = txt + start;
-				start = i + 1;
-				if (!len)
-					continue;
-				if (memmem(f, len, "_PyEval_EvalFrame", 17)) {
-					k = head = 0;
-					continue;
-				}
-				frames[(head + k) % PY_NATIVE_MAX] = f;
-				lens[(head + k) % PY_NATIVE_MAX] = len;
-				if (k < PY_NATIVE_MAX)
-					k++;
-				else
-					head = (head + 1) % PY_NATIVE_MAX;
-			}
-			for (uint32_t i = 0; i < k; i++) {
-				uint32_t at = (head + i) % PY_NATIVE_MAX;
-				char name[256];
-				size_t l = lens[at] < sizeof(name) - 1 ? lens[at] : sizeof(name) - 1;
-
-				memcpy(name, frames[at], l);
-				name[l] = '\0';
-				ids[n++] = py_agg_frame(st->agg, name, NULL, 0);
-			}
-		}
-	}
+	if (launch)
+		count_join(p, ev, &jr);
+	n = joined_frames(st, ev, comm, &jr, ids);
+	if (ev_vstr(ev, field_named(schema, "stack", NT_F_VSTR), &txt, &len))
+		n += native_tail(st, txt, len, ids + n);
 	if (jr.how != PYJ_NONE)
 		py_lend_publish(&st->lend, st->host, st->inst, ev, st->agg, ids, n,
 				st->cfg->lines, (unsigned)jr.how);
-	if (!launch)
-		return;
-	if (fk && (uint32_t)fk->offset + sizeof(struct nt_vstr) <= ev->size) {
-		struct nt_vstr v;
-
-		memcpy(&v, (const char *)ev + fk->offset, sizeof(v));
-		if (v.len && (uint64_t)v.off + v.len <= ev->size) {
-			char name[512];
-			size_t l = v.len < 400 ? v.len : 400;
-
-			snprintf(name, sizeof(name), "[kernel] %.*s", (int)l,
-				 (const char *)ev + v.off);
-			ids[n++] = py_agg_frame(st->agg, name, NULL, 0);
-		}
-	}
-	for (uint32_t i = 0; i < n; i++)
-		if (ids[i] == UINT32_MAX)
-			return;
-	stack = py_agg_stack(st->agg, ev->pid, ev->tid, PY_ST_CUDA, ids, n, comm);
-	if (stack != UINT32_MAX)
-		py_agg_add(st->agg, stack, 1);
+	if (launch)
+		count_launch(st, ev, field_named(schema, "kernel", NT_F_VSTR), comm,
+			     ids, n);
 }

@@ -89,21 +89,45 @@ struct call_acc {
 	struct py_call_stats d;
 };
 
-static void publish_calls(struct py_plugin *st, uint32_t pid)
+struct call_accs {
+	struct call_acc *v;
+	size_t n, cap;
+};
+
+/* The row of (target, pid), added zeroed if new; NULL on ENOMEM. */
+static struct call_acc *call_acc_of(struct call_accs *a, struct call_name *target,
+				    uint32_t pid)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].name == target && a->v[i].pid == pid)
+			return &a->v[i];
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 64;
+		struct call_acc *na = realloc(a->v, nc * sizeof(*na));
+
+		if (!na)
+			return NULL;
+		a->v = na;
+		a->cap = nc;
+	}
+	memset(&a->v[a->n], 0, sizeof(a->v[a->n]));
+	a->v[a->n].name = target;
+	a->v[a->n].pid = pid;
+	return &a->v[a->n++];
+}
+
+/* Sum the BPF keys of pid (0: all) per function since the last time:
+ * returns seen before the process was registered carry no code object and
+ * fold into the key that has one for the same name pointers. */
+static void calls_collect(struct py_plugin *st, uint32_t pid, struct call_accs *a)
 {
 	int fd = bpf_map__fd(st->skel->maps.py_calls);
 	struct py_call_key key, next, *prev = NULL;
 	struct py_call_stats val;
-	struct fn_rows fr = { 0 };
-	struct call_acc *acc = NULL;
-	size_t n_acc = 0, cap_acc = 0;
 
-	/* Sum the BPF keys per function: returns seen before the process was
-	 * registered carry no code object and fold into the key that has one
-	 * for the same name pointers. */
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		struct call_name *cn, *target;
-		size_t i;
+		struct call_acc *c;
 
 		key = next;
 		prev = &key;
@@ -121,68 +145,61 @@ static void publish_calls(struct py_plugin *st, uint32_t pid)
 		}
 		if (!target->match || val.calls == cn->pub.calls)
 			continue;
-		for (i = 0; i < n_acc; i++)
-			if (acc[i].name == target && acc[i].pid == key.pid)
-				break;
-		if (i == n_acc) {
-			if (n_acc == cap_acc) {
-				size_t nc = cap_acc ? cap_acc * 2 : 64;
-				struct call_acc *na = realloc(acc, nc * sizeof(*na));
-
-				if (!na)
-					break;
-				acc = na;
-				cap_acc = nc;
-			}
-			memset(&acc[n_acc], 0, sizeof(acc[n_acc]));
-			acc[n_acc].name = target;
-			acc[n_acc].pid = key.pid;
-			n_acc++;
-		}
-		acc[i].d.calls += val.calls - cn->pub.calls;
-		acc[i].d.timed += val.timed - cn->pub.timed;
-		acc[i].d.incl_ns += val.incl_ns - cn->pub.incl_ns;
-		acc[i].d.self_ns += val.self_ns - cn->pub.self_ns;
+		if (!(c = call_acc_of(a, target, key.pid)))
+			break;
+		c->d.calls += val.calls - cn->pub.calls;
+		c->d.timed += val.timed - cn->pub.timed;
+		c->d.incl_ns += val.incl_ns - cn->pub.incl_ns;
+		c->d.self_ns += val.self_ns - cn->pub.self_ns;
 		cn->pub = val;
 	}
-	for (size_t i = 0; i < n_acc; i++) {
-		struct call_name *cn = acc[i].name;
-		size_t lf = strlen(cn->func), lfi = strlen(cn->file), at;
-		struct py_calls_ev *e = ev_begin(st, sizeof(*e), lf + lfi + 8);
-		struct pyp *p = proc_get(st, acc[i].pid, false);
-		char label[2 * PY_NAME_MAX + 4];
-		const char *pid_s = p ? p->pid_s : "0";
+}
 
-		if (!e)
-			continue;
-		at = sizeof(*e);
-		e->calls = acc[i].d.calls;
-		e->timed_calls = acc[i].d.timed;
-		e->inclusive_ns = acc[i].d.incl_ns;
-		e->self_ns = acc[i].d.self_ns;
-		e->line = cn->line;
-		sampled_time(st, &fr, acc[i].pid, cn->func, cn->file,
-			     &e->sampled_inclusive_ns, &e->sampled_self_ns);
-		ev_str(e, &at, &e->function, cn->func, lf);
-		ev_str(e, &at, &e->file, cn->file, lfi);
-		hdr_fill(&e->hdr, st->t_calls, at, acc[i].pid, acc[i].pid, NULL);
-		st->host->publish(st->inst, &e->hdr);
-		snprintf(label, sizeof(label), "%s (%s)", cn->func, cn->file);
-		{
-			const char *lv[2] = { pid_s, label };
-			const char *li[3] = { pid_s, label, "inclusive" };
-			const char *ls[3] = { pid_s, label, "self" };
+/* One function's python.calls event and its call metrics. */
+static void publish_call(struct py_plugin *st, const struct call_acc *c,
+			 struct fn_rows *fr)
+{
+	struct call_name *cn = c->name;
+	size_t lf = strlen(cn->func), lfi = strlen(cn->file), at;
+	struct py_calls_ev *e = ev_begin(st, sizeof(*e), lf + lfi + 8);
+	struct pyp *p = proc_get(st, c->pid, false);
+	char label[2 * PY_NAME_MAX + 4];
+	const char *pid_s = p ? p->pid_s : "0";
+	const char *lv[2] = { pid_s, label };
+	const char *li[3] = { pid_s, label, "inclusive" };
+	const char *ls[3] = { pid_s, label, "self" };
 
-			st->host->metric_add(st->m[M_CALLS], lv, (double)acc[i].d.calls);
-			if (acc[i].d.timed) {
-				st->host->metric_add(st->m[M_CALLSEC], li,
-						     (double)acc[i].d.incl_ns / 1e9);
-				st->host->metric_add(st->m[M_CALLSEC], ls,
-						     (double)acc[i].d.self_ns / 1e9);
-			}
-		}
+	if (!e)
+		return;
+	at = sizeof(*e);
+	e->calls = c->d.calls;
+	e->timed_calls = c->d.timed;
+	e->inclusive_ns = c->d.incl_ns;
+	e->self_ns = c->d.self_ns;
+	e->line = cn->line;
+	sampled_time(st, fr, c->pid, cn->func, cn->file, &e->sampled_inclusive_ns,
+		     &e->sampled_self_ns);
+	ev_str(e, &at, &e->function, cn->func, lf);
+	ev_str(e, &at, &e->file, cn->file, lfi);
+	hdr_fill(&e->hdr, st->t_calls, at, c->pid, c->pid, NULL);
+	st->host->publish(st->inst, &e->hdr);
+	snprintf(label, sizeof(label), "%s (%s)", cn->func, cn->file);
+	st->host->metric_add(st->m[M_CALLS], lv, (double)c->d.calls);
+	if (c->d.timed) {
+		st->host->metric_add(st->m[M_CALLSEC], li, (double)c->d.incl_ns / 1e9);
+		st->host->metric_add(st->m[M_CALLSEC], ls, (double)c->d.self_ns / 1e9);
 	}
-	free(acc);
+}
+
+static void publish_calls(struct py_plugin *st, uint32_t pid)
+{
+	struct call_accs a = { 0 };
+	struct fn_rows fr = { 0 };
+
+	calls_collect(st, pid, &a);
+	for (size_t i = 0; i < a.n; i++)
+		publish_call(st, &a.v[i], &fr);
+	free(a.v);
 	free(fr.rows);
 }
 

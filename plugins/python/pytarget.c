@@ -182,11 +182,98 @@ static bool proc_allowed(struct py_plugin *st, struct pyp *p)
 }
 
 /* Try to make a pending process sampled. */
-void proc_inspect(struct py_plugin *st, struct pyp *p)
+/* py_find failed (not yet, or not Python): when out of tries, say so
+ * where it is news. */
+static void not_python(struct py_plugin *st, struct pyp *p, const char *err)
 {
 	const struct nt_host *h = st->host;
+	char self[PATH_MAX], msg[PATH_MAX + 512];
+
+	if (++p->tries < (p->from_exec ? FIND_TRIES : 1))
+		return;
+	p->status = PS_NOTPY;
+	/* a child of ours that has not exec'd yet (-- CMD): quiet, its exec
+	 * brings it back */
+	if (nt_proc_exe((uint32_t)getpid(), self, sizeof(self)) > 0 &&
+	    strcmp(self, p->found.exe) == 0)
+		return;
+	snprintf(msg, sizeof(msg), "pid %u is not a CPython process (%s); not sampling it",
+		 p->pid, err);
+	/* a line only for a process the user named: the shells and tools the
+	 * job runs are not news */
+	nt_kit_log(h, st->inst,
+		   named_target(h, st->inst, p->pid) ? NT_LOG_INFO : NT_LOG_DEBUG,
+		   "%s", msg);
+	if (h->target_map_fd(st->inst) >= 0)
+		publish_proc(st, p, -ENOENT, msg);
+}
+
+/* Find p's interpreter and its layout, and attach the probes by path;
+ * false when p is not (yet) to be verified. */
+static bool find_interpreter(struct py_plugin *st, struct pyp *p)
+{
 	char err[PATH_MAX + 256], msg[PATH_MAX + 512];
+	int ret;
+
+	p->inspected_ns = nt_clock_mono_ns();
+	ret = py_find((pid_t)p->pid, &p->found, err, sizeof(err));
+	if (ret == -ESRCH) {
+		p->status = PS_NOTPY;
+		return false;
+	}
+	if (ret) {
+		not_python(st, p, err);
+		return false;
+	}
+	ret = py_resolve_layout((pid_t)p->pid, &p->found, &p->layout, err, sizeof(err));
+	if (ret == -ESRCH) {
+		p->status = PS_NOTPY;
+		return false;
+	}
+	if (ret) {
+		p->status = PS_REFUSED;
+		snprintf(msg, sizeof(msg), "pid %u: %s", p->pid, err);
+		nt_log_warn(st, "%s", msg);
+		publish_proc(st, p, -ENOTSUP, msg);
+		return false;
+	}
+	/* Probes by path and pid need no initialised runtime: attach them now
+	 * so the first calls are seen. */
+	attach_extras(st, p);
+	return true;
+}
+
+/* p's interpreter checked: hand it to the BPF sampler. */
+static void register_proc(struct py_plugin *st, struct pyp *p)
+{
+	char msg[PATH_MAX + 512];
 	struct py_proc pv;
+
+	memset(&pv, 0, sizeof(pv));
+	pv.runtime = p->found.runtime;
+	py_layout_to_bpf(&p->layout, &pv.off);
+	if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.py_procs), &p->pid, &pv,
+				BPF_ANY)) {
+		p->status = PS_REFUSED;
+		nt_log_warn(st, "pid %u: cannot register it (%s)", p->pid, strerror(errno));
+		return;
+	}
+	p->in_bpf = true;
+	p->status = PS_ATTACHED;
+	snprintf(msg, sizeof(msg),
+		 "pid %u: CPython %d.%d (%s), offsets from %s; sampling at %lld Hz%s%s",
+		 p->pid, p->found.major, p->found.minor, p->found.object,
+		 p->layout.source, (long long)st->cfg->frequency,
+		 p->l_entry ? ", call tracing" : "", p->l_exc ? ", exceptions" : "");
+	nt_log_info(st, "%s", msg);
+	publish_proc(st, p, 0, msg);
+	metric_procs(st);
+	seed_idle(st, p);
+}
+
+void proc_inspect(struct py_plugin *st, struct pyp *p)
+{
+	char err[PATH_MAX + 256], msg[PATH_MAX + 512];
 	int ret;
 
 	if (p->status != PS_PENDING)
@@ -195,53 +282,8 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 		p->status = PS_OTHER_USER;
 		return;
 	}
-	if (!p->found.runtime) {
-		p->inspected_ns = nt_clock_mono_ns();
-		ret = py_find((pid_t)p->pid, &p->found, err, sizeof(err));
-		if (ret == -ESRCH) {
-			p->status = PS_NOTPY;
-			return;
-		}
-		if (ret) {
-			char self[PATH_MAX];
-
-			if (++p->tries < (p->from_exec ? FIND_TRIES : 1))
-				return;
-			p->status = PS_NOTPY;
-			/* a child of ours that has not exec'd yet (-- CMD): quiet,
-			 * its exec brings it back */
-			if (nt_proc_exe((uint32_t)getpid(), self, sizeof(self)) > 0 &&
-			    strcmp(self, p->found.exe) == 0)
-				return;
-			snprintf(msg, sizeof(msg),
-				 "pid %u is not a CPython process (%s); not sampling it",
-				 p->pid, err);
-			/* a line only for a process the user named: the
-			 * shells and tools the job runs are not news */
-			nt_kit_log(st->host, st->inst, named_target(h, st->inst, p->pid) ? NT_LOG_INFO
-									  : NT_LOG_DEBUG,
-			       "%s", msg);
-			if (h->target_map_fd(st->inst) >= 0)
-				publish_proc(st, p, -ENOENT, msg);
-			return;
-		}
-		ret = py_resolve_layout((pid_t)p->pid, &p->found, &p->layout, err,
-					sizeof(err));
-		if (ret) {
-			if (ret == -ESRCH) {
-				p->status = PS_NOTPY;
-				return;
-			}
-			p->status = PS_REFUSED;
-			snprintf(msg, sizeof(msg), "pid %u: %s", p->pid, err);
-			nt_log_warn(st, "%s", msg);
-			publish_proc(st, p, -ENOTSUP, msg);
-			return;
-		}
-		/* Probes by path and pid need no initialised runtime: attach
-		 * them now so the first calls are seen. */
-		attach_extras(st, p);
-	}
+	if (!p->found.runtime && !find_interpreter(st, p))
+		return;
 	ret = py_verify((pid_t)p->pid, &p->found, &p->layout, &p->code_type, err,
 			sizeof(err));
 	if (ret == -EAGAIN) {
@@ -265,27 +307,7 @@ void proc_inspect(struct py_plugin *st, struct pyp *p)
 		publish_proc(st, p, -EPROTO, msg);
 		return;
 	}
-	memset(&pv, 0, sizeof(pv));
-	pv.runtime = p->found.runtime;
-	py_layout_to_bpf(&p->layout, &pv.off);
-	if (bpf_map_update_elem(bpf_map__fd(st->skel->maps.py_procs), &p->pid, &pv,
-				BPF_ANY)) {
-		p->status = PS_REFUSED;
-		nt_log_warn(st, "pid %u: cannot register it (%s)",
-		       p->pid, strerror(errno));
-		return;
-	}
-	p->in_bpf = true;
-	p->status = PS_ATTACHED;
-	snprintf(msg, sizeof(msg),
-		 "pid %u: CPython %d.%d (%s), offsets from %s; sampling at %lld Hz%s%s",
-		 p->pid, p->found.major, p->found.minor, p->found.object,
-		 p->layout.source, (long long)st->cfg->frequency,
-		 p->l_entry ? ", call tracing" : "", p->l_exc ? ", exceptions" : "");
-	nt_log_info(st, "%s", msg);
-	publish_proc(st, p, 0, msg);
-	metric_procs(st);
-	seed_idle(st, p);
+	register_proc(st, p);
 }
 
 /* A process exec'd (at ts) or was seen unregistered: (re)start its
