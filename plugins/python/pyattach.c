@@ -25,7 +25,7 @@
 void py_detach(void *state)
 {
 	struct py_plugin *st = state;
-	uint32_t it = 0;
+	struct py_map_it it = { 0 };
 	uint64_t k;
 	void *v;
 
@@ -58,7 +58,7 @@ void py_quiesce(void *state)
 {
 	struct py_plugin *st = state;
 	struct nt_linkset ls = {0};
-	uint32_t it = 0;
+	struct py_map_it it = { 0 };
 	uint64_t k;
 	void *v;
 

@@ -117,7 +117,7 @@ static void join_pick(struct py_plugin *st, struct pyp *p,
 	size_t n = 0;
 
 	if (!own || !own->n) {
-		uint32_t it = 0;
+		struct py_map_it it = { 0 };
 		uint64_t k;
 		void *v;
 

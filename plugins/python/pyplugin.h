@@ -34,6 +34,7 @@
 #include "pyjoin.h"
 #include "pyline.h"
 #include "pylend.h"
+#include "pymap.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
 

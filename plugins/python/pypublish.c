@@ -288,7 +288,7 @@ static void publish_top_metrics(struct py_plugin *st, struct pyp *p)
 static void publish_report(struct py_plugin *st, uint32_t pid)
 {
 	size_t at = 0, cap = TEXT_MAX;
-	uint32_t it = 0;
+	struct py_map_it it = { 0 };
 	uint64_t k;
 	void *v;
 	struct py_report_ev *e;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/hmap.h"
 #include "pyplugin.h"
 
 static void exc_add(struct py_plugin *st, struct pyp *p,
@@ -131,14 +132,7 @@ static void on_sample(struct py_plugin *st, const struct py_sample_rec *r,
 
 uint64_t call_key_hash(const struct py_call_key *key)
 {
-	uint64_t h = 1469598103934665603ULL;
-	const uint8_t *k = (const uint8_t *)key;
-
-	for (size_t i = 0; i < sizeof(*key); i++) {
-		h ^= k[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
+	return nt_hash_bytes(key, sizeof(*key));
 }
 
 static void on_func(struct py_plugin *st, const struct py_func_rec *r)

@@ -36,7 +36,7 @@ struct pyp *proc_get(struct py_plugin *st, uint32_t pid, bool create)
 {
 	struct pyp *p = py_map_get(&st->procs, pid);
 
-	if (p || !create || st->procs.n >= MAX_PROCS)
+	if (p || !create || py_map_count(&st->procs) >= MAX_PROCS)
 		return p;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -66,7 +66,7 @@ void proc_unlink(struct py_plugin *st, struct pyp *p)
 
 static void proc_clear_caches(struct pyp *p)
 {
-	uint32_t it = 0;
+	struct py_map_it it = { 0 };
 	uint64_t k;
 	void *v;
 
@@ -75,11 +75,11 @@ static void proc_clear_caches(struct pyp *p)
 		free(v);
 	}
 	py_map_free(&p->codes);
-	it = 0;
+	it = (struct py_map_it){ 0 };
 	while (py_map_next(&p->types, &it, &k, &v))
 		free(v);
 	py_map_free(&p->types);
-	it = 0;
+	it = (struct py_map_it){ 0 };
 	while (py_map_next(&p->fnpub, &it, &k, &v))
 		free(v);
 	py_map_free(&p->fnpub);
@@ -95,7 +95,8 @@ void proc_free(struct py_plugin *st, struct pyp *p)
 
 static void metric_procs(struct py_plugin *st)
 {
-	uint32_t it = 0, n = 0;
+	struct py_map_it it = { 0 };
+	uint32_t n = 0;
 	uint64_t k;
 	void *v;
 
@@ -341,7 +342,7 @@ void proc_seen(struct py_plugin *st, uint32_t pid, bool exec, uint64_t ts)
 void proc_gone(struct py_plugin *st, uint32_t pid)
 {
 	struct pyp *p = proc_get(st, pid, false);
-	uint32_t it = 0;
+	struct py_map_it it = { 0 };
 	uint64_t k;
 	void *v;
 
@@ -387,7 +388,7 @@ void proc_gone(struct py_plugin *st, uint32_t pid)
 	py_agg_forget(st->agg, pid);
 	while (py_map_next(&st->threads, &it, &k, &v))
 		if (((struct thr *)v)->pid == pid)
-			free(py_map_del(&st->threads, k));
+			free(py_map_it_del(&it));
 	for (size_t i = 0; i < st->n_excs;) {
 		if (st->excs[i].pid == pid)
 			st->excs[i] = st->excs[--st->n_excs];

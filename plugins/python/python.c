@@ -76,9 +76,27 @@ static void py_consume(void *state, const struct nt_event_hdr *ev,
 		on_cuda_launch(st, ev, schema, false); /* graph launch, copy, set */
 }
 
+/* Processes that went away without a proc.exit (host-wide mode): found
+ * first, then forgotten (forgetting one reads the ring, which may add
+ * processes: not while the table is walked). */
+static void reap_gone(struct py_plugin *st)
+{
+	uint32_t gone[256];
+	size_t n = 0;
+	struct py_map_it it = { 0 };
+	uint64_t k;
+	void *v;
+
+	while (n < NT_ARRAY_LEN(gone) && py_map_next(&st->procs, &it, &k, &v))
+		if (!nt_proc_alive((uint32_t)k))
+			gone[n++] = (uint32_t)k;
+	for (size_t i = 0; i < n; i++)
+		proc_gone(st, gone[i]);
+}
+
 static void tick(struct py_plugin *st)
 {
-	uint32_t it = 0;
+	struct py_map_it it = { 0 };
 	uint64_t k;
 	void *v;
 
@@ -96,11 +114,7 @@ static void tick(struct py_plugin *st)
 	read_stats(st);
 	if (st->host->target_map_fd(st->inst) >= 0)
 		poll_targets(st);
-	/* processes that went away without a proc.exit (host-wide mode) */
-	it = 0;
-	while (py_map_next(&st->procs, &it, &k, &v))
-		if (!nt_proc_alive((uint32_t)k))
-			proc_gone(st, (uint32_t)k);
+	reap_gone(st);
 }
 
 static int py_poll(void *state, uint32_t token, uint32_t budget)
@@ -213,7 +227,7 @@ static void py_flush(void *state)
 static void py_fini(void *state)
 {
 	struct py_plugin *st = state;
-	uint32_t it = 0;
+	struct py_map_it it = { 0 };
 	uint64_t k;
 	void *v;
 
@@ -225,11 +239,11 @@ static void py_fini(void *state)
 		proc_free(st, v);
 	py_map_free(&st->procs);
 	py_lend_fini(&st->lend);
-	it = 0;
+	it = (struct py_map_it){ 0 };
 	while (py_map_next(&st->threads, &it, &k, &v))
 		free(v);
 	py_map_free(&st->threads);
-	it = 0;
+	it = (struct py_map_it){ 0 };
 	while (py_map_next(&st->names, &it, &k, &v)) {
 		struct call_name *cn = v;
 
