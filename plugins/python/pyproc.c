@@ -591,12 +591,85 @@ int py_resolve_layout(pid_t pid, const struct py_found *f,
 	return 0;
 }
 
+/* Thread state ts's first frame with a code object (C-stack shims
+ * skipped): its type must be "code". 1 when one was checked, 0 when the
+ * thread has none, -EPROTO when the type is wrong (err said). */
+static int check_first_code(pid_t pid, const struct py_found *f,
+			    const struct py_layout *l, uint64_t ts,
+			    uint64_t *code_type, char *err, size_t errlen)
+{
+	uint64_t frame = 0;
+	char tname[64];
+	int ret;
+
+	if (py_read_u64(pid, ts + l->ts_frame, &frame) == 0 && frame &&
+	    l->cframe_current != PY_NO_OFF)
+		py_read_u64(pid, frame + l->cframe_current, &frame);
+	for (int k = 0; frame && k < 8; k++) {
+		uint64_t code = 0, prev = 0;
+		uint8_t owner = 0;
+
+		py_read_u64(pid, frame + l->frame_code, &code);
+		py_read_u64(pid, frame + l->frame_previous, &prev);
+		if (l->frame_owner != PY_NO_OFF)
+			py_read(pid, frame + l->frame_owner, &owner, 1);
+		if (code && !(l->minor >= 12 && owner == 3)) {
+			ret = py_read_type_name(pid, l, code, tname, sizeof(tname), code_type);
+			if (ret || strcmp(tname, "code") != 0) {
+				snprintf(err, errlen,
+					 "a frame's code object 0x%llx has type \"%s\", "
+					 "not \"code\": the %d.%d offsets do not match",
+					 (unsigned long long)code, ret ? "?" : tname,
+					 f->major, f->minor);
+				return -EPROTO;
+			}
+			return 1;
+		}
+		frame = prev;
+	}
+	return 0;
+}
+
+/* Thread state ts (the i-th): it points back at interp and, where it
+ * holds a native thread id, the first one is a thread of pid. */
+static int check_tstate(pid_t pid, const struct py_found *f,
+			const struct py_layout *l, uint64_t interp, uint64_t ts,
+			int i, char *err, size_t errlen)
+{
+	uint64_t back = 0, tid = 0;
+	char path[64];
+	struct stat st;
+	int ret;
+
+	if ((ret = py_read_u64(pid, ts + l->ts_interp, &back)) || back != interp) {
+		snprintf(err, errlen,
+			 "thread state 0x%llx points at interpreter 0x%llx, not "
+			 "0x%llx: the %d.%d offsets do not match this interpreter",
+			 (unsigned long long)ts, (unsigned long long)back,
+			 (unsigned long long)interp, f->major, f->minor);
+		return -EPROTO;
+	}
+	if (l->tid_is_pthread)
+		return 0;
+	if (py_read_u64(pid, ts + l->ts_thread_id, &tid))
+		return -EPROTO;
+	snprintf(path, sizeof(path), "/proc/%d/task/%llu", (int)pid,
+		 (unsigned long long)tid);
+	if (tid && stat(path, &st) != 0 && i == 0) {
+		snprintf(err, errlen,
+			 "thread state's native thread id %llu is not a "
+			 "thread of pid %d: the %d.%d offsets do not match",
+			 (unsigned long long)tid, (int)pid, f->major, f->minor);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 	      uint64_t *code_type, char *err, size_t errlen)
 {
-	uint64_t interp = 0, ts = 0, back = 0, tid = 0, frame = 0;
-	char path[64], tname[64];
-	int ret, checked = 0;
+	uint64_t interp = 0, ts = 0;
+	int ret;
 
 	ret = py_read_u64(pid, f->runtime + l->runtime_interp_head, &interp);
 	if (ret) {
@@ -620,60 +693,12 @@ int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 		return -EAGAIN;
 	}
 	for (int i = 0; ts && i < 64; i++) {
-		if ((ret = py_read_u64(pid, ts + l->ts_interp, &back)) || back != interp) {
-			snprintf(err, errlen,
-				 "thread state 0x%llx points at interpreter 0x%llx, not "
-				 "0x%llx: the %d.%d offsets do not match this interpreter",
-				 (unsigned long long)ts, (unsigned long long)back,
-				 (unsigned long long)interp, f->major, f->minor);
-			return -EPROTO;
-		}
-		if (!l->tid_is_pthread) {
-			struct stat st;
-
-			if ((ret = py_read_u64(pid, ts + l->ts_thread_id, &tid)))
-				return -EPROTO;
-			snprintf(path, sizeof(path), "/proc/%d/task/%llu", (int)pid,
-				 (unsigned long long)tid);
-			if (tid && stat(path, &st) != 0 && i == 0) {
-				snprintf(err, errlen,
-					 "thread state's native thread id %llu is not a "
-					 "thread of pid %d: the %d.%d offsets do not match",
-					 (unsigned long long)tid, (int)pid, f->major, f->minor);
-				return -EPROTO;
-			}
-		}
-		frame = 0;
-		if (py_read_u64(pid, ts + l->ts_frame, &frame) == 0 && frame &&
-		    l->cframe_current != PY_NO_OFF)
-			py_read_u64(pid, frame + l->cframe_current, &frame);
-		/* first frame that has a code object (skip C-stack shims) */
-		for (int k = 0; frame && k < 8 && !checked; k++) {
-			uint64_t code = 0, prev = 0;
-			uint8_t owner = 0;
-
-			py_read_u64(pid, frame + l->frame_code, &code);
-			py_read_u64(pid, frame + l->frame_previous, &prev);
-			if (l->frame_owner != PY_NO_OFF)
-				py_read(pid, frame + l->frame_owner, &owner, 1);
-			if (code && !(l->minor >= 12 && owner == 3)) {
-				ret = py_read_type_name(pid, l, code, tname, sizeof(tname),
-							code_type);
-				if (ret || strcmp(tname, "code") != 0) {
-					snprintf(err, errlen,
-						 "a frame's code object 0x%llx has type \"%s\", "
-						 "not \"code\": the %d.%d offsets do not match",
-						 (unsigned long long)code, ret ? "?" : tname,
-						 f->major, f->minor);
-					return -EPROTO;
-				}
-				checked = 1;
-			}
-			frame = prev;
-		}
-		if (checked)
-			break;
-		if (py_read_u64(pid, ts + l->ts_next, &ts))
+		if ((ret = check_tstate(pid, f, l, interp, ts, i, err, errlen)))
+			return ret;
+		ret = check_first_code(pid, f, l, ts, code_type, err, errlen);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 || py_read_u64(pid, ts + l->ts_next, &ts))
 			break;
 	}
 	return 0;
