@@ -81,6 +81,12 @@ struct code_ent {
 	struct py_code c;
 	uint64_t checked_ns;
 	bool bad; /* not a code object / unreadable */
+	/* the frame id of the instruction offset seen last: a sampled loop
+	 * hits the same one again and again, and then needs no line table
+	 * decoding and no name interning (frame ids live as long as the
+	 * aggregate, this entry less long) */
+	int last_addr;
+	uint32_t last_frame; /* UINT32_MAX: none yet */
 };
 
 struct fn_pub { /* published totals of a top function's metrics */

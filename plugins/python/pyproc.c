@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/* ntcore python probe: looking into a Python process from outside
+ * (pyproc.h): finding the interpreter in its maps and ELF files, reading
+ * its memory (process_vm_readv), strings, code objects and thread states,
+ * and checking a layout against the running interpreter. */
 #include "pyproc.h"
 
 #include <dirent.h>

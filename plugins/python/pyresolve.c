@@ -40,6 +40,7 @@ struct code_ent *code_get(struct py_plugin *st, struct pyp *p,
 	if (py_read_code((pid_t)p->pid, &p->layout, addr, &p->code_type, &e->c))
 		e->bad = true;
 	e->checked_ns = now;
+	e->last_frame = UINT32_MAX;
 	if (py_map_put(&p->codes, addr, e)) {
 		py_code_free(&e->c);
 		free(e);
@@ -67,11 +68,15 @@ uint32_t frame_of(struct py_plugin *st, struct pyp *p,
 
 		addr = d < 0 || d > (1 << 28) ? -1 : (int)d;
 	}
+	if (e->last_frame != UINT32_MAX && e->last_addr == addr)
+		return e->last_frame;
 	line = py_addr2line(p->layout.minor, e->c.linetable, e->c.lt_len,
 			    e->c.firstlineno, addr);
 	if (line < 0)
 		line = e->c.firstlineno;
-	return py_agg_frame(st->agg, e->c.qualname, e->c.file, line);
+	e->last_frame = py_agg_frame(st->agg, e->c.qualname, e->c.file, line);
+	e->last_addr = addr;
+	return e->last_frame;
 }
 
 /* Native frames of a sample above the innermost Python frame (leaf side

@@ -86,7 +86,11 @@ static void h_metric_add(struct nt_metric *m, const char *const *lv, double v)
 {
 	const struct rec_metric *rm = (const struct rec_metric *)m;
 	size_t room = sizeof(H.metric_log) - H.metric_at;
-	int n = snprintf(H.metric_log + H.metric_at, room, "%s{", rm->d->name);
+	int n;
+
+	if (room < 1024) /* full: later updates are not recorded */
+		return;
+	n = snprintf(H.metric_log + H.metric_at, room, "%s{", rm->d->name);
 
 	for (uint32_t k = 0; k < rm->d->n_labels; k++)
 		n += snprintf(H.metric_log + H.metric_at + n, room - (size_t)n, "%s%s",
