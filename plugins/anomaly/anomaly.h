@@ -56,6 +56,8 @@ struct an_rule_cfg {
 	int64_t sustain;         /* samples in a row that must pass */
 	int64_t min_history;     /* samples of history before ratio tests */
 	int64_t normal_before;   /* samples that must have passed normal first */
+	int64_t warmup_values;   /* values of a key before it may fire (any test) */
+	double warmup_s;         /* and seconds since its first value */
 	const char *severity;    /* info, warning, critical */
 	const char *what;        /* what the message says it is */
 };

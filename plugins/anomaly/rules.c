@@ -24,6 +24,8 @@ enum rtest { RT_ABOVE, RT_SHARE, RT_RATIO_MEAN, RT_RATIO_MAX };
 struct rstate {
 	double mean, max;
 	uint64_t n;            /* values learned */
+	uint64_t seen;         /* values judged (the warm-up counts them) */
+	uint64_t first_ns;     /* the first of them */
 	uint32_t streak, normal;
 	uint64_t last_alert_ns;
 	char key[96];          /* event rules: the key, for messages */
@@ -112,6 +114,20 @@ static struct verdict judge(const struct rule *r, struct rstate *st, double v,
 	bool pass = !gated && (r->test == RT_SHARE || v >= c->min_value) &&
 		    passes(r, st, v, &out.ref);
 
+	if (!st->seen++)
+		st->first_ns = now;
+	/* Warm-up: a key young in values or in time has no history to speak
+	 * of (the GPU run's first reads of fresh files, 10 ms against the
+	 * 646 us of the imports' reads 14 s before, were "x16 its average").
+	 * Its values are learned, whatever they are, and count neither as
+	 * passing nor as normal (a thread hot from its start stays so). */
+	if (st->seen <= (uint64_t)c->warmup_values || now < st->first_ns ||
+	    (double)(now - st->first_ns) < c->warmup_s * 1e9) {
+		st->streak = 0;
+		if (!gated)
+			learn(st, v);
+		return out;
+	}
 	if (!pass) {
 		st->streak = 0;
 		st->normal++;

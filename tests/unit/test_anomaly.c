@@ -934,16 +934,16 @@ START_TEST(test_rule_small_io)
 	s = ser_add(small, "254:0", "vda", "read", NULL);
 	plug_open(&x, NULL);
 	ck_assert_int_eq(plug_init(&x), 0);
-	for (int i = 0; i < 20; i++) {
+	for (int i = 0; i < 20; i++) { /* 2.2 s: past the rule's warm-up */
 		r->value += 500;       /* large reads: few small ones */
 		s->value += i % 3;
-		poll_after(&x, 10);
+		poll_after(&x, 110);
 	}
 	ck_assert_int_eq(F.npub, 0);
 	for (int i = 0; i < 5; i++) {
 		r->value += 5000;
 		s->value += 4900;
-		poll_after(&x, 10);
+		poll_after(&x, 110);
 	}
 	ck_assert_int_eq(count_alerts("rule"), 1); /* sustain 3, then cooldown */
 	ck_assert_int_ge(find_alert("rule", "mostly-small I/O: vda read small requests 98 %"), 0);
@@ -951,6 +951,64 @@ START_TEST(test_rule_small_io)
 	ck_assert_ptr_nonnull(strstr(m, "\"rule\":\"small_io\""));
 	plug_close(&x);
 	fake_reset();
+}
+END_TEST
+
+/* A device's reads at 646 us for 40 snapshots (0.4 s: a process's
+ * imports), then the first reads of fresh files at 10.2 ms: the GPU run's
+ * cold start. `rule` NULL: the built-in io_latency rule. Returns the
+ * rule alerts. */
+static int io_cold_start(const struct an_rule_cfg *rule)
+{
+	struct plug x;
+	struct ffam *req, *svc;
+	struct fser *r, *s;
+	int n;
+
+	fake_reset();
+	req = fam_add("ntcore_io_requests_total", NT_METRIC_COUNTER, 3, l_dop);
+	svc = fam_add("ntcore_io_service_seconds", NT_METRIC_HISTOGRAM, 3, l_dop);
+	r = ser_add(req, "254:0", "vda", "read", NULL);
+	s = ser_add(svc, "254:0", "vda", "read", NULL);
+	plug_open(&x, NULL);
+	if (rule)
+		x.cfg->rules = (struct nt_cfg_array){ rule, 1 };
+	ck_assert_int_eq(plug_init(&x), 0);
+	for (int i = 0; i < 45; i++) {
+		r->value += 20;
+		observe(s, i < 40 ? 646e-6 : 10.2e-3, 20);
+		poll_after(&x, 10);
+	}
+	n = count_alerts("rule");
+	if (n)
+		printf("io cold start: %s\n", alert_str(0, offsetof(struct an_alert_rec,
+						message), (char[256]){ 0 }, 256));
+	plug_close(&x);
+	fake_reset();
+	return n;
+}
+
+/* Every rule has a warm-up in values and in time (the GPU run's false
+ * "I/O latency 5x its average" at loop step 0): the built-in io_latency
+ * has 30 values of history after 0.4 s, but not 30 s; the same rule with
+ * a 0.3 s warm-up fires, with a 1 s one not. */
+START_TEST(test_rule_warmup)
+{
+	struct an_rule_cfg rule = {
+		.name = "lat", .test = "ratio_to_mean", .metric = "ntcore_io_service_seconds",
+		.by = { (const char *const[]){ "device", "op" }, 2 }, .threshold = 5.0,
+		.min_history = 30, .when_metric = "ntcore_io_requests_total",
+		.when_above = 10.0, .sustain = 2, .warmup_values = 30, .warmup_s = 0.3,
+		.severity = "warning", .what = "",
+	};
+
+	ck_assert_int_eq(io_cold_start(NULL), 0);
+	ck_assert_int_eq(io_cold_start(&rule), 1);
+	rule.warmup_s = 1.0;
+	ck_assert_int_eq(io_cold_start(&rule), 0);
+	rule.warmup_s = 0.0;
+	rule.warmup_values = 44; /* 44 values seen before the first that may pass */
+	ck_assert_int_eq(io_cold_start(&rule), 0);
 }
 END_TEST
 
@@ -972,13 +1030,14 @@ START_TEST(test_rule_cpu_hot)
 	plug_open(&x, (const char *const[]){ "interval_ms=50", NULL });
 	ck_assert_int_eq(plug_init(&x), 0);
 	/* the view's rate uses real time between polls: sleep one interval */
-	for (int i = 0; i < 40; i++) {
+	for (int i = 0; i < 80; i++) {
 		struct timespec ts = { 0, 50 * 1000000L };
 
 		nanosleep(&ts, NULL);
 		t = 0.05;
 		always->value += t;                       /* 100 % */
-		becomes->value += i < 20 ? 0.1 * t : t;   /* 10 %, then 100 % */
+		/* 10 % for 3 s (2 s of warm-up, then normal_before), then 100 % */
+		becomes->value += i < 60 ? 0.1 * t : t;
 		x.d->poll(x.state, 1, 0);
 	}
 	ck_assert_int_eq(count_alerts("rule"), 1);
@@ -1214,7 +1273,8 @@ START_TEST(test_rule_large_alloc)
 	fake_reset();
 	plug_open(&x, NULL);
 	ck_assert_int_eq(plug_init(&x), 0);
-	for (int i = 0; i < 30; i++) {
+	for (int i = 0; i < 30; i++) { /* one a second: past the 10 s warm-up */
+		r.hdr.ts_ns = (uint64_t)i * SEC;
 		r.size = (uint64_t)(64 + i) << 20; /* 64..93 MiB */
 		x.d->consume(x.state, &r.hdr, &alloc_schema);
 	}
@@ -1254,6 +1314,7 @@ static Suite *suite(void)
 	tcase_add_test(p, test_plugin_config_errors);
 	tcase_add_test(p, test_rule_small_io);
 	tcase_add_test(p, test_rule_cpu_hot);
+	tcase_add_test(p, test_rule_warmup);
 	tcase_add_test(p, test_slow_step_reason);
 	tcase_add_test(p, test_steady_steps_quiet);
 	tcase_add_test(p, test_python_steps);
