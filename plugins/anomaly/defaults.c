@@ -11,41 +11,59 @@
  * check ("training" group) without alerting on their own: a loader's
  * requests doubling is a reason, not news. Device latency, GPU busy, NCCL
  * and CUDA call times, and resident memory alert by themselves.
+ * `slower_when` says, per family, which move can make a step slower and so
+ * be its reason: times, latencies, request counts and queue times up;
+ * throughput (bytes per second, CPU seconds per second) and GPU busy down.
+ * The other way is an effect: a training process whose loader is slow
+ * waits less on the GPU (the GPU run named "CUDA sync time x0.016").
  */
 const struct an_watch_cfg an_default_watches[] = {
 	{ .metrics = LIST("ntcore_io_process_requests_total",
-			  "ntcore_io_process_bytes_total",
 			  "ntcore_io_process_service_seconds",
 			  "ntcore_io_process_queue_seconds"),
 	  .labels = LIST("pid", "comm", "op"), .where = NONE,
 	  .direction = "both", .group = "training", .min_change = 0.5,
-	  .alert = false },
+	  .alert = false, .slower_when = "up" },
+	{ .metrics = LIST("ntcore_io_process_bytes_total"),
+	  .labels = LIST("pid", "comm", "op"), .where = NONE,
+	  .direction = "both", .group = "training", .min_change = 0.5,
+	  .alert = false, .slower_when = "down" },
 	{ .metrics = LIST("ntcore_io_service_seconds", "ntcore_io_queue_seconds"),
 	  .labels = LIST("device", "op"), .where = NONE,
-	  .direction = "up", .group = "", .min_change = 1.0, .alert = true },
+	  .direction = "up", .group = "", .min_change = 1.0, .alert = true,
+	  .slower_when = "up" },
 	{ .metrics = LIST("ntcore_net_rx_bytes_total", "ntcore_net_tx_bytes_total"),
 	  .labels = LIST("pid", "comm"), .where = NONE,
 	  .direction = "both", .group = "training", .min_change = 0.5,
-	  .alert = false },
-	{ .metrics = LIST("ntcore_sched_oncpu_seconds_total",
-			  "ntcore_sched_runqueue_wait_seconds_total"),
+	  .alert = false, .slower_when = "down" },
+	{ .metrics = LIST("ntcore_sched_oncpu_seconds_total"),
 	  .labels = LIST("pid", "comm"), .where = NONE,
-	  .direction = "both", .group = "", .min_change = 0.5, .alert = false },
-	{ .metrics = LIST("ntcore_cuda_sync_seconds_total",
-			  "ntcore_cuda_copy_bytes_total"),
+	  .direction = "both", .group = "", .min_change = 0.5, .alert = false,
+	  .slower_when = "down" },
+	{ .metrics = LIST("ntcore_sched_runqueue_wait_seconds_total"),
+	  .labels = LIST("pid", "comm"), .where = NONE,
+	  .direction = "both", .group = "", .min_change = 0.5, .alert = false,
+	  .slower_when = "up" },
+	{ .metrics = LIST("ntcore_cuda_sync_seconds_total"),
 	  .labels = LIST("pid"), .where = NONE,
-	  .direction = "both", .group = "", .min_change = 0.5, .alert = false },
+	  .direction = "both", .group = "", .min_change = 0.5, .alert = false,
+	  .slower_when = "up" },
+	{ .metrics = LIST("ntcore_cuda_copy_bytes_total"),
+	  .labels = LIST("pid"), .where = NONE,
+	  .direction = "both", .group = "", .min_change = 0.5, .alert = false,
+	  .slower_when = "down" },
 	{ .metrics = LIST("ntcore_cuda_call_seconds"),
 	  .labels = LIST("pid", "function"), .where = NONE,
 	  .direction = "up", .group = "training", .min_change = 1.0,
-	  .alert = true },
+	  .alert = true, .slower_when = "up" },
 	{ .metrics = LIST("ntcore_cuda_gpu_busy_ratio"),
 	  .labels = LIST("gpu"), .where = NONE,
 	  .direction = "down", .group = "training", .min_change = 0.3,
-	  .alert = true },
+	  .alert = true, .slower_when = "down" },
 	{ .metrics = LIST("ntcore_mem_rss_bytes"),
 	  .labels = LIST("pid"), .where = NONE,
-	  .direction = "up", .group = "", .min_change = 0.5, .alert = true },
+	  .direction = "up", .group = "", .min_change = 0.5, .alert = true,
+	  .slower_when = "up" },
 };
 const uint32_t an_n_default_watches =
 	sizeof(an_default_watches) / sizeof(an_default_watches[0]);
