@@ -68,7 +68,7 @@ static const struct nt_cfg_key rule_keys[] = {
 	KEY(R, sustain, NT_CFG_INT, "1", 1, 1000000, "passing values in a row before an alert"),
 	KEY(R, min_history, NT_CFG_INT, "10", 0, 1000000000, "ratio tests: earlier values needed"),
 	KEY(R, warmup_values, NT_CFG_INT, "10", 0, 1000000000, "warm-up: values of a key before the rule may fire (any test)"),
-	KEY(R, warmup_s, NT_CFG_FLOAT, "10.0", 0.0, 1e9, "warm-up: seconds since a key's first value before the rule may fire"),
+	KEY(R, warmup_s, NT_CFG_FLOAT, "10.0", 0.0, 1e9, "warm-up: seconds since a key was first seen (in any of the rule's families) before the rule may fire"),
 	KEY(R, normal_before, NT_CFG_INT, "0", 0, 1000000000, "values that must not pass before the first that does"),
 	CHOICE(R, severity, "\"warning\"", sev_choices, "info, warning or critical"),
 	KEY(R, what, NT_CFG_STRING, "\"\"", 1, 0, "what the message calls it (\"\": the name)"),

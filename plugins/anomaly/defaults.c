@@ -77,7 +77,10 @@ const uint32_t an_n_default_watches =
  * compare with a history that must be worth the name (I/O latency: 30 s,
  * a disk's latency depends on what is read and settles over tens of
  * seconds; network bursts have a 10 MB/s floor that start-up handshakes
- * never reach); the absolute tests only skip a key's first moments.
+ * never reach); the absolute tests only skip a key's first moments. The
+ * seconds count from the first sight of the key in any of the rule's
+ * families: small requests (small_io's values) come only with the
+ * anomaly, the device's requests (its denominator) long before.
  */
 const struct an_rule_cfg an_default_rules[] = {
 	RULE(.name = "net_burst", .what = "network burst",
@@ -107,7 +110,7 @@ const struct an_rule_cfg an_default_rules[] = {
 	     .test = "share", .metric = "ntcore_io_small_requests_total",
 	     .over = "ntcore_io_requests_total", .by = LIST("device", "op"),
 	     .threshold = 0.8, .min_value = 100.0, .sustain = 3,
-	     .warmup_values = 10, .warmup_s = 2.0),
+	     .warmup_values = 0, .warmup_s = 2.0),
 	RULE(.name = "cpu_hot", .what = "CPU core hot",
 	     .test = "above", .metric = "ntcore_sched_oncpu_seconds_total",
 	     .by = LIST("pid", "tid", "comm"), .threshold = 0.9, .sustain = 10,

@@ -1012,6 +1012,44 @@ START_TEST(test_rule_warmup)
 }
 END_TEST
 
+/* The same when the device had no small request before: the small
+ * family's series is seen first with the anomaly; the rule's warm-up runs
+ * from the device's requests (its denominator), 2.2 s before. */
+START_TEST(test_rule_small_io_new_key)
+{
+	struct plug x;
+	struct ffam *req, *small;
+	struct fser *r, *s = NULL, *other;
+
+	fake_reset();
+	req = fam_add("ntcore_io_requests_total", NT_METRIC_COUNTER, 3, l_dop);
+	small = fam_add("ntcore_io_small_requests_total", NT_METRIC_COUNTER, 3, l_dop);
+	r = ser_add(req, "254:0", "vda", "read", NULL);
+	/* another disk's small writes keep the family changing (the view
+	 * holds a change that comes much sooner than the family's usual) */
+	other = ser_add(small, "8:0", "sda", "write", NULL);
+	plug_open(&x, NULL);
+	ck_assert_int_eq(plug_init(&x), 0);
+	for (int i = 0; i < 20; i++) {
+		r->value += 500;
+		other->value += 3;
+		poll_after(&x, 110);
+	}
+	for (int i = 0; i < 5; i++) {
+		if (!s)
+			s = ser_add(small, "254:0", "vda", "read", NULL);
+		r->value += 5000;
+		s->value += 4900;
+		other->value += 3;
+		poll_after(&x, 110);
+	}
+	ck_assert_int_eq(count_alerts("rule"), 1);
+	ck_assert_int_ge(find_alert("rule", "mostly-small I/O: vda read small requests"), 0);
+	plug_close(&x);
+	fake_reset();
+}
+END_TEST
+
 static const char *const l_ptc[] = { "pid", "tid", "comm" };
 
 /* A thread hot from its start is how it works; one that becomes hot is
@@ -1422,6 +1460,7 @@ static Suite *suite(void)
 	tcase_add_test(p, test_rule_small_io);
 	tcase_add_test(p, test_rule_cpu_hot);
 	tcase_add_test(p, test_rule_warmup);
+	tcase_add_test(p, test_rule_small_io_new_key);
 	tcase_add_test(p, test_slow_step_reason);
 	tcase_add_test(p, test_steady_steps_quiet);
 	tcase_add_test(p, test_step_hiccups_quiet);
