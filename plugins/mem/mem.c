@@ -22,7 +22,11 @@
 #include <unistd.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/clock.h"
+#include "ntcore/kit/cfg.h"
 #include "ntcore/kit/links.h"
+#include "ntcore/kit/log.h"
+#include "ntcore/kit/proc.h"
 #include "ntcore/plugin.h"
 
 #include "mem.h"
@@ -66,51 +70,44 @@ struct mem_config {
 static const char *const heap_choices[] = {"targets", "always", "off", NULL};
 static const char *const scope_choices[] = {"auto", "process", "global", NULL};
 
-#define KEY(k, t, def_, lo, hi, d)                                             \
-	{ .key = #k, .type = (t), .offset = offsetof(struct mem_config, k),    \
-	  .def = (def_), .min = (lo), .max = (hi), .desc = (d) }
+#define MEM_CFG struct mem_config
 
 static const struct nt_cfg_key mem_keys[] = {
-	KEY(functions, NT_CFG_STRING_LIST,
-	    "[\"malloc\", \"calloc\", \"realloc\", \"free\", \"posix_memalign\", "
-	    "\"aligned_alloc\", \"memalign\", \"valloc\", \"pvalloc\"]",
-	    1, 0, "allocator functions to probe ([] turns heap tracking off)"),
-	{ .key = "heap", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct mem_config, heap), .def = "\"targets\"",
-	  .min = 1, .max = 0, .choices = heap_choices,
-	  .desc = "heap tracking: targets (only with -p/-- CMD), always (host-wide too), off" },
-	{ .key = "heap_scope", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct mem_config, heap_scope), .def = "\"auto\"",
-	  .min = 1, .max = 0, .choices = scope_choices,
-	  .desc = "uprobes bound to each target (process) or on every process filtered in BPF (global); auto: global for -- CMD, process for -p" },
-	KEY(library, NT_CFG_STRING, "\"\"", 1, 0,
-	    "allocator library to probe; empty: the C library of each target"),
-	KEY(sample_min_bytes, NT_CFG_INT, "0", 0, 1099511627776.0,
-	    "allocations smaller than this are sampled 1 in sample_every (bytes)"),
-	KEY(sample_every, NT_CFG_INT, "1", 1, 1000000,
-	    "sampling rate of small allocations; 1 tracks every allocation"),
-	KEY(stacks, NT_CFG_BOOL, "true", 1, 0,
-	    "record the user stack of each allocation"),
-	KEY(stack_depth, NT_CFG_INT, "32", 1, MEM_MAX_DEPTH,
-	    "frames kept per allocation stack"),
-	KEY(interval_ms, NT_CFG_INT, "5000", 100, 3600000,
-	    "reporting interval (ms): mem.rss, mem.heap, mem.leak, mem.report"),
-	KEY(top_n, NT_CFG_INT, "10", 1, 1000,
-	    "stacks per process in mem.leak / mem.report, most bytes first"),
-	KEY(min_age_ms, NT_CFG_INT, "0", 0, 86400000,
-	    "interval reports skip allocations younger than this (ms); exit reports keep all"),
-	KEY(track_mmap, NT_CFG_BOOL, "true", 1, 0,
-	    "track anonymous mmap/munmap made by the program (not by malloc itself)"),
-	KEY(attach_skip, NT_CFG_BOOL, "true", 1, 0,
-	    "probe past leading flag-only instructions when that avoids single-stepping"),
-	KEY(rss, NT_CFG_BOOL, "true", 1, 0, "trace RSS through kmem/rss_stat"),
-	KEY(faults, NT_CFG_BOOL, "true", 1, 0,
-	    "count user page faults (exceptions/page_fault_user)"),
-	KEY(oom, NT_CFG_BOOL, "true", 1, 0, "publish mem.oom_kill (oom/mark_victim)"),
-	KEY(max_allocs, NT_CFG_INT, "262144", 1024, 16777216,
-	    "outstanding allocations tracked at once (all processes)"),
-	KEY(max_stacks, NT_CFG_INT, "16384", 256, 1048576,
-	    "distinct allocation stacks kept"),
+	NT_KEY_STRLIST(MEM_CFG, functions,
+		       "[\"malloc\", \"calloc\", \"realloc\", \"free\", \"posix_memalign\", "
+		       "\"aligned_alloc\", \"memalign\", \"valloc\", \"pvalloc\"]",
+		       "allocator functions to probe ([] turns heap tracking off)"),
+	NT_KEY_CHOICE(MEM_CFG, heap, "targets", heap_choices,
+		      "heap tracking: targets (only with -p/-- CMD), always (host-wide too), off"),
+	NT_KEY_CHOICE(MEM_CFG, heap_scope, "auto", scope_choices,
+		      "uprobes bound to each target (process) or on every process filtered in BPF (global); auto: global for -- CMD, process for -p"),
+	NT_KEY_STR(MEM_CFG, library, "",
+		   "allocator library to probe; empty: the C library of each target"),
+	NT_KEY_INT(MEM_CFG, sample_min_bytes, 0, 0, 1099511627776,
+		   "allocations smaller than this are sampled 1 in sample_every (bytes)"),
+	NT_KEY_INT(MEM_CFG, sample_every, 1, 1, 1000000,
+		   "sampling rate of small allocations; 1 tracks every allocation"),
+	NT_KEY_BOOL(MEM_CFG, stacks, true, "record the user stack of each allocation"),
+	NT_KEY_INT(MEM_CFG, stack_depth, 32, 1, MEM_MAX_DEPTH,
+		   "frames kept per allocation stack"),
+	NT_KEY_INT(MEM_CFG, interval_ms, 5000, 100, 3600000,
+		   "reporting interval (ms): mem.rss, mem.heap, mem.leak, mem.report"),
+	NT_KEY_INT(MEM_CFG, top_n, 10, 1, 1000,
+		   "stacks per process in mem.leak / mem.report, most bytes first"),
+	NT_KEY_INT(MEM_CFG, min_age_ms, 0, 0, 86400000,
+		   "interval reports skip allocations younger than this (ms); exit reports keep all"),
+	NT_KEY_BOOL(MEM_CFG, track_mmap, true,
+		    "track anonymous mmap/munmap made by the program (not by malloc itself)"),
+	NT_KEY_BOOL(MEM_CFG, attach_skip, true,
+		    "probe past leading flag-only instructions when that avoids single-stepping"),
+	NT_KEY_BOOL(MEM_CFG, rss, true, "trace RSS through kmem/rss_stat"),
+	NT_KEY_BOOL(MEM_CFG, faults, true,
+		    "count user page faults (exceptions/page_fault_user)"),
+	NT_KEY_BOOL(MEM_CFG, oom, true, "publish mem.oom_kill (oom/mark_victim)"),
+	NT_KEY_INT(MEM_CFG, max_allocs, 262144, 1024, 16777216,
+		   "outstanding allocations tracked at once (all processes)"),
+	NT_KEY_INT(MEM_CFG, max_stacks, 16384, 256, 1048576,
+		   "distinct allocation stacks kept"),
 };
 
 /* ------------------------------------------------------------------ */
@@ -370,27 +367,6 @@ struct mem_state {
 	char self_libc[PATH_MAX];
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f)
-		return -errno;
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return (int)n;
-}
-
 /* ---- process table ---------------------------------------------- */
 
 static struct mem_proc_info *proc_find(struct mem_state *st, uint32_t pid,
@@ -413,16 +389,13 @@ static struct mem_proc_info *proc_find(struct mem_state *st, uint32_t pid,
 
 static void proc_read_comm(struct mem_proc_info *p)
 {
-	char path[64], comm[64];
+	char comm[64];
 
 	if (p->finalized)
 		return;
-	snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-	if (read_file(path, comm, sizeof(comm)) > 0) {
-		comm[strcspn(comm, "\n")] = '\0';
+	if (nt_proc_comm(p->pid, 0, comm, sizeof(comm)) > 0)
 		snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
-	}
-	p->comm_ns = mono_ns();
+	p->comm_ns = nt_clock_mono_ns();
 }
 
 static struct mem_proc_info *proc_get(struct mem_state *st, uint32_t pid)
@@ -589,8 +562,7 @@ static int resolve_self_libc(struct mem_state *st, char *out, size_t len)
 		if (mem_ldconfig_find_libc(text, out, len) == 0)
 			return 0;
 	}
-	st->host->log(st->inst, NT_LOG_ERROR,
-		      "cannot find the C library (dlinfo and ldconfig -p failed); set library = \"/path/to/libc.so.6\"");
+	nt_log_err(st, "cannot find the C library (dlinfo and ldconfig -p failed); set library = \"/path/to/libc.so.6\"");
 	return -ENOENT;
 }
 
@@ -608,23 +580,31 @@ static bool same_mount_ns(uint32_t pid)
 /* The child of `-- CMD` waits, not yet exec'd, as a copy of this daemon. */
 static bool proc_is_unexeced_child(struct mem_state *st, uint32_t pid)
 {
-	char path[64], exe[PATH_MAX];
-	ssize_t n;
+	char exe[PATH_MAX];
 
-	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (nt_proc_exe(pid, exe, sizeof(exe)) <= 0)
 		return false;
-	exe[n] = '\0';
 	return strcmp(exe, st->self_exe) == 0;
+}
+
+struct libc_found {
+	char path[PATH_MAX];
+};
+
+/* nt_proc_maps_foreach callback: 1 (stop) at the first C library. */
+static int first_libc(void *arg, const struct nt_map *m)
+{
+	struct libc_found *found = arg;
+	int rc = mem_map_libc(m, found->path, sizeof(found->path));
+
+	return rc == -ENOENT ? 0 : rc == 0 ? 1 : rc;
 }
 
 /* Library whose allocator functions a process uses. */
 static int resolve_libc(struct mem_state *st, uint32_t pid, char *out, size_t len)
 {
-	char path[64], exe[PATH_MAX], *line = NULL;
-	size_t cap = 0;
-	FILE *f;
+	struct libc_found found;
+	const char *exe = found.path;
 	int rc;
 
 	if (st->cfg->library && st->cfg->library[0]) {
@@ -636,25 +616,16 @@ static int resolve_libc(struct mem_state *st, uint32_t pid, char *out, size_t le
 		return resolve_self_libc(st, out, len);
 	/* Line by line: a large process's maps run to megabytes, and the
 	 * libraries sit near the end. */
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f) {
-		rc = -errno;
-		st->host->log(st->inst, rc == -ENOENT ? NT_LOG_DEBUG : NT_LOG_ERROR,
-			      "pid %u: cannot read %s: %s", pid, path, strerror(-rc));
+	rc = nt_proc_maps_foreach(pid, first_libc, &found);
+	if (rc < 0 && rc != -ENAMETOOLONG) {
+		nt_kit_log(st->host, st->inst, rc == -ESRCH || rc == -ENOENT ? NT_LOG_DEBUG : NT_LOG_ERROR,
+			   "pid %u: cannot read /proc/%u/maps: %s", pid, pid, strerror(-rc));
 		return rc;
 	}
-	rc = -ENOENT;
-	while (getline(&line, &cap, f) > 0)
-		if ((rc = mem_maps_find_libc(line, exe, sizeof(exe))) == 0)
-			break;
-	free(line);
-	fclose(f);
-	if (rc) {
-		st->host->log(st->inst, NT_LOG_ERROR,
-			      "pid %u maps no shared C library (a static binary?): no heap tracking for it; set library = ... for another allocator",
-			      pid);
-		return rc;
+	if (rc != 1) {
+		nt_log_err(st, "pid %u maps no shared C library (a static binary?): no heap tracking for it; set library = ... for another allocator",
+			   pid);
+		return rc < 0 ? rc : -ENOENT;
 	}
 	if (same_mount_ns(pid)) {
 		char real[PATH_MAX];
@@ -705,7 +676,7 @@ static struct mem_lib *lib_get(struct mem_state *st, const char *path)
 		}
 		rc = mem_elf_find_func(path, mem_fn_name(fn), &ef);
 		if (rc) {
-			st->host->log(st->inst, rc == -ENOENT ? NT_LOG_INFO : NT_LOG_WARN,
+			nt_kit_log(st->host, st->inst, rc == -ENOENT ? NT_LOG_INFO : NT_LOG_WARN,
 				      "%s: %s: %s; not probed", path, mem_fn_name(fn),
 				      rc == -ENOENT ? "no such function" :
 				      rc == -ENOTSUP ? "an IFUNC (resolved at run time)" :
@@ -717,8 +688,7 @@ static struct mem_lib *lib_get(struct mem_state *st, const char *path)
 			snprintf(hex + 3 * i, 4, "%02x ", ef.code[i]);
 		for (size_t i = 0; i < lib->n_pts; i++)
 			if (lib->pts[i].off == ef.file_off + ap.skip) {
-				st->host->log(st->inst, NT_LOG_DEBUG,
-					      "%s: %s is an alias of %s; probed once",
+				nt_log_dbg(st, "%s: %s is an alias of %s; probed once",
 					      path, mem_fn_name(fn), mem_fn_name(lib->pts[i].fn));
 				dup = true;
 			}
@@ -729,12 +699,11 @@ static struct mem_lib *lib_get(struct mem_state *st, const char *path)
 		pt->ok = true;
 		lib->n_pts++;
 		if (ap.skip)
-			st->host->log(st->inst, NT_LOG_INFO,
-				      "%s: %s starts with '%s' (%s), which the kernel single-steps (~15 us a hit); probing %s+%u at '%s' (emulated)",
+			nt_log_info(st, "%s: %s starts with '%s' (%s), which the kernel single-steps (~15 us a hit); probing %s+%u at '%s' (emulated)",
 				      path, mem_fn_name(fn), ap.first.text, hex,
 				      mem_fn_name(fn), ap.skip, ap.at.text);
 		else
-			st->host->log(st->inst,
+			nt_kit_log(st->host, st->inst,
 				      ap.emulated || fn == MEM_FN_MUNMAP ? NT_LOG_INFO : NT_LOG_WARN,
 				      "%s: %s starts with '%s' (%s): %s",
 				      path, mem_fn_name(fn), ap.first.text, hex,
@@ -842,13 +811,11 @@ static int heap_attach(struct mem_state *st, int pid, const char *path,
 		if (e >= 0)
 			close(e);
 		if (err == -ESRCH || err == -ENOENT || err == -EACCES || err == -EPERM) {
-			st->host->log(st->inst, NT_LOG_ERROR,
-				      "cannot attach uprobes to %s (pid %d): %s", path, pid,
+			nt_log_err(st, "cannot attach uprobes to %s (pid %d): %s", path, pid,
 				      strerror(-err));
 			return err;
 		}
-		st->host->log(st->inst, NT_LOG_INFO,
-			      "uprobe_multi links refused (%s): one uprobe link per function",
+		nt_log_info(st, "uprobe_multi links refused (%s): one uprobe link per function",
 			      strerror(-err));
 		st->multi_ok = false;
 	}
@@ -860,8 +827,7 @@ static int heap_attach(struct mem_state *st, int pid, const char *path,
 						    (size_t)eoff[i], &eo);
 		if (!l) {
 			err = -errno;
-			st->host->log(st->inst, NT_LOG_ERROR,
-				      "cannot attach uprobe %s:%s (pid %d): %s", path,
+			nt_log_err(st, "cannot attach uprobe %s:%s (pid %d): %s", path,
 				      mem_fn_name((unsigned)ecook[i]), pid, strerror(-err));
 			continue;
 		}
@@ -877,8 +843,7 @@ static int heap_attach(struct mem_state *st, int pid, const char *path,
 						    path, (size_t)roff[i], &ro);
 		if (!l) {
 			err = -errno;
-			st->host->log(st->inst, NT_LOG_ERROR,
-				      "cannot attach uretprobe %s:%s (pid %d): %s", path,
+			nt_log_err(st, "cannot attach uretprobe %s:%s (pid %d): %s", path,
 				      mem_fn_name((unsigned)rcook[i]), pid, strerror(-err));
 			continue;
 		}
@@ -908,17 +873,12 @@ static int heap_attach_pid(struct mem_state *st, uint32_t pid)
 		return rc;
 	}
 	p->heap_attached = true;
-	st->host->log(st->inst, NT_LOG_INFO, "pid %u (%s): heap probes on %s",
+	nt_log_info(st, "pid %u (%s): heap probes on %s",
 		      pid, p->comm, p->lib);
 	return 0;
 }
 
 /* ---- stacks ------------------------------------------------------- */
-
-static bool proc_alive(uint32_t pid)
-{
-	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
-}
 
 static void retry_push(struct mem_state *st, uint32_t tgid, int32_t stack_id)
 {
@@ -935,7 +895,7 @@ static void retry_push(struct mem_state *st, uint32_t tgid, int32_t stack_id)
 	st->retry = grown;
 	st->retry[st->n_retry].tgid = tgid;
 	st->retry[st->n_retry].stack_id = stack_id;
-	st->retry[st->n_retry++].first_ns = mono_ns();
+	st->retry[st->n_retry++].first_ns = nt_clock_mono_ns();
 }
 
 /*
@@ -995,7 +955,7 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 		memcpy(text + pos, frame, w);
 	}
 	memmove(text, text + pos, end - pos + 1);
-	unknown = unknown && proc_alive(tgid);
+	unknown = unknown && nt_proc_alive(tgid);
 	mem_symcache_put(&st->syms, tgid, stack_id, text,
 			 function[0] ? function : first, unknown);
 	if (unknown)
@@ -1005,14 +965,14 @@ static void symbolize_stack(struct mem_state *st, uint32_t tgid, int32_t stack_i
 /* The 100 ms timer: stacks whose symbolization was incomplete. */
 static void retry_stacks(struct mem_state *st)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = nt_clock_mono_ns();
 	size_t k = 0;
 
 	for (size_t i = 0; i < st->n_retry; i++) {
 		struct mem_sym_retry r = st->retry[i];
 		const struct mem_stack_text *t;
 
-		if (now - r.first_ns < 3000000000ull && proc_alive(r.tgid)) {
+		if (now - r.first_ns < 3000000000ull && nt_proc_alive(r.tgid)) {
 			symbolize_stack(st, r.tgid, r.stack_id);
 			t = mem_symcache_get(&st->syms, r.tgid, r.stack_id);
 			if (t && t->incomplete) {
@@ -1034,7 +994,7 @@ static void hdr_fill(struct mem_state *st, struct nt_event_hdr *h, int type,
 	memset(h, 0, sizeof(*h));
 	h->type = (uint32_t)type;
 	h->size = size;
-	h->ts_ns = mono_ns();
+	h->ts_ns = nt_clock_mono_ns();
 	h->pid = pid;
 	h->tid = pid;
 	if (p) {
@@ -1190,7 +1150,7 @@ static void report_stacks(struct mem_state *st, uint32_t pid, bool final,
 	size_t n = total < top ? total : top;
 	struct mem_report_line *lines = calloc(top, sizeof(*lines));
 	struct mem_proc_info *p = proc_get(st, pid);
-	uint64_t now = mono_ns();
+	uint64_t now = nt_clock_mono_ns();
 	char *text = NULL;
 
 	if (!lines || !p)
@@ -1427,18 +1387,18 @@ static void tick_body(struct mem_state *st);
 
 static void tick(struct mem_state *st)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = nt_clock_mono_ns();
 
 	tick_body(st);
-	st->host->log(st->inst, NT_LOG_DEBUG, "interval work took %.1f ms",
-		      (double)(mono_ns() - t0) / 1e6);
+	nt_log_dbg(st, "interval work took %.1f ms",
+		      (double)(nt_clock_mono_ns() - t0) / 1e6);
 }
 
 static void tick_body(struct mem_state *st)
 {
 	int pfd = bpf_map__fd(st->skel->maps.procs);
 	int hfd = bpf_map__fd(st->skel->maps.heap);
-	uint64_t now = mono_ns();
+	uint64_t now = nt_clock_mono_ns();
 	uint32_t key, next;
 	int rc;
 
@@ -1455,7 +1415,7 @@ static void tick_body(struct mem_state *st)
 			/* Updated after its final report (the exit's unmapping
 			 * host-wide), or gone without an exit record. */
 			if ((p && p->finalized) ||
-			    (!p && kill((pid_t)key, 0) != 0 && errno == ESRCH)) {
+			    (!p && !nt_proc_alive(key))) {
 				if (n_stale < NT_ARRAY_LEN(stale))
 					stale[n_stale++] = key;
 				continue;
@@ -1488,7 +1448,7 @@ static void tick_body(struct mem_state *st)
 				continue;
 			/* A process that left without an exit record (lost
 			 * ring-buffer space): finalize it now. */
-			if (kill((pid_t)key, 0) != 0 && errno == ESRCH) {
+			if (!nt_proc_alive(key)) {
 				struct mem_proc_info *p = proc_get(st, key);
 
 				if (p && !p->finalized) {
@@ -1589,7 +1549,7 @@ static void finalize_pending(struct mem_state *st)
 
 	if (!st->n_exits)
 		return;
-	t0 = mono_ns();
+	t0 = nt_clock_mono_ns();
 	pids = st->exits;
 	n = st->n_exits;
 	st->exits = NULL;
@@ -1639,22 +1599,21 @@ static void finalize_pending(struct mem_state *st)
 		/* A line for a process the user named; a helper the job ran
 		 * (a shell shim) gets its report, not a line of its own. */
 		if (p->heap_attached || (st->host->target_map_fd(st->inst) >= 0 && (have_hs || have_pr)))
-			st->host->log(st->inst, named_target(st, pid) ? NT_LOG_INFO : NT_LOG_DEBUG,
+			nt_kit_log(st->host, st->inst, named_target(st, pid) ? NT_LOG_INFO : NT_LOG_DEBUG,
 				      "target pid %u (%s) exited%s%s%s; final report published, the other targets go on",
 				      pid, p->comm, have_hs ? ": " : "",
 				      have_hs ? live : "", have_hs ? " of heap outstanding" : "");
 		proc_links_destroy(st, p);
 		p->finalized = true;
-		p->gone_ns = mono_ns();
+		p->gone_ns = nt_clock_mono_ns();
 		bpf_map_delete_elem(hfd, &pid);
 		bpf_map_delete_elem(pfd, &pid);
 		mem_symcache_forget(&st->syms, pid);
 	}
 	for (size_t i = 0; i < sc.n_doomed; i++)
 		bpf_map_delete_elem(afd, &sc.doomed[i]);
-	st->host->log(st->inst, NT_LOG_DEBUG,
-		      "final reports of %zu processes (%zu blocks dropped) took %.1f ms",
-		      n, sc.n_doomed, (double)(mono_ns() - t0) / 1e6);
+	nt_log_dbg(st, "final reports of %zu processes (%zu blocks dropped) took %.1f ms",
+		      n, sc.n_doomed, (double)(nt_clock_mono_ns() - t0) / 1e6);
 	free(sc.doomed);
 	free(sorted);
 	free(pids);
@@ -1683,8 +1642,7 @@ static int on_record(void *ctx, void *data, size_t size)
 			snprintf(pidbuf, sizeof(pidbuf), "%u", h->pid);
 			if (st->m[M_OOM])
 				st->host->metric_add(st->m[M_OOM], lv, 1);
-			st->host->log(st->inst, NT_LOG_WARN,
-				      "OOM killer chose pid %u (%.16s)", h->pid, h->comm);
+			nt_log_warn(st, "OOM killer chose pid %u (%.16s)", h->pid, h->comm);
 		}
 		return 0;
 	}
@@ -1716,7 +1674,7 @@ static int on_record(void *ctx, void *data, size_t size)
 				int rc = heap_attach_pid(st, r->child);
 
 				if (rc) /* a child that is already gone is no news */
-					st->host->log(st->inst,
+					nt_kit_log(st->host, st->inst,
 						      rc == -ESRCH || rc == -ENOENT ? NT_LOG_DEBUG : NT_LOG_WARN,
 						      "pid %u (child of %u): no heap probes: %s",
 						      r->child, r->tgid, strerror(-rc));
@@ -1771,7 +1729,6 @@ static int mem_init(struct nt_instance *inst, const struct nt_host *host,
 	const struct mem_config *c = config;
 	struct mem_state *st;
 	bool have_alloc = false;
-	ssize_t n;
 
 	for (uint32_t i = 0; i < c->functions.n; i++) {
 		const char *name = c->functions.v[i];
@@ -1815,9 +1772,8 @@ static int mem_init(struct nt_instance *inst, const struct nt_host *host,
 	mem_groups_init(&st->groups);
 	pthread_mutex_init(&st->reaper.mu, NULL);
 	pthread_cond_init(&st->reaper.cv, NULL);
-	n = readlink("/proc/self/exe", st->self_exe, sizeof(st->self_exe) - 1);
-	if (n > 0)
-		st->self_exe[n] = '\0';
+	if (nt_proc_exe((uint32_t)getpid(), st->self_exe, sizeof(st->self_exe)) < 0)
+		st->self_exe[0] = '\0';
 
 	if ((st->t_rss = host->register_schema(inst, &rss_schema)) < 0 ||
 	    (st->t_heap = host->register_schema(inst, &heap_schema)) < 0 ||
@@ -1855,8 +1811,7 @@ static void want_tp(struct mem_state *st, bool on, struct bpf_program *btf,
 	bool exists = on && tp_exists(st, group, name);
 
 	if (on && !exists)
-		st->host->log(st->inst, NT_LOG_WARN,
-			      "this kernel has no %s/%s tracepoint; that part is off", group, name);
+		nt_log_warn(st, "this kernel has no %s/%s tracepoint; that part is off", group, name);
 	bpf_program__set_autoload(btf, exists && st->btf);
 	bpf_program__set_autoload(raw, exists && !st->btf);
 }
@@ -1871,7 +1826,7 @@ static int attach_tp(struct mem_state *st, struct bpf_program *prog)
 	if (!l) {
 		int err = -errno;
 
-		st->host->log(st->inst, NT_LOG_ERROR, "cannot attach %s: %s",
+		nt_log_err(st, "cannot attach %s: %s",
 			      bpf_program__name(prog), strerror(-err));
 		return err;
 	}
@@ -1890,8 +1845,7 @@ static int mem_attach(void *state)
 	int err;
 
 	if (heap && map_fd < 0 && strcmp(c->heap, "always") != 0) {
-		st->host->log(st->inst, NT_LOG_INFO,
-			      "host-wide run: heap tracking is off (it would put a uprobe on every process's malloc); use -p PID or -- CMD, or heap = \"always\"");
+		nt_log_info(st, "host-wide run: heap tracking is off (it would put a uprobe on every process's malloc); use -p PID or -- CMD, or heap = \"always\"");
 		heap = false;
 	}
 	st->heap_on = heap;
@@ -1916,7 +1870,7 @@ static int mem_attach(void *state)
 	st->skel = s = mem_bpf__open();
 	if (!s) {
 		err = -errno;
-		st->host->log(st->inst, NT_LOG_ERROR, "cannot open the BPF object: %s",
+		nt_log_err(st, "cannot open the BPF object: %s",
 			      strerror(-err));
 		return err;
 	}
@@ -1957,8 +1911,7 @@ static int mem_attach(void *state)
 
 	err = mem_bpf__load(s);
 	if (err) {
-		st->host->log(st->inst, NT_LOG_ERROR,
-			      "cannot load the BPF object: %s (run as root, or with CAP_BPF and CAP_PERFMON)",
+		nt_log_err(st, "cannot load the BPF object: %s (run as root, or with CAP_BPF and CAP_PERFMON)",
 			      strerror(-err));
 		return err;
 	}
@@ -1982,7 +1935,7 @@ static int mem_attach(void *state)
 			if (proc_is_unexeced_child(st, pids[i]))
 				continue; /* its RSS is a copy of ours */
 			snprintf(path, sizeof(path), "/proc/%u/statm", pids[i]);
-			if (read_file(path, text, sizeof(text)) <= 0 ||
+			if (nt_file_read(path, text, sizeof(text)) <= 0 ||
 			    mem_parse_statm(text, &size, &res, &shared))
 				continue;
 			pr.pages[MEM_FILEPAGES] = shared;
@@ -1999,15 +1952,13 @@ static int mem_attach(void *state)
 				int rc = heap_attach_pid(st, pids[i]);
 
 				if (rc)
-					st->host->log(st->inst, NT_LOG_ERROR,
-						      "pid %u: no heap tracking: %s", pids[i],
+					nt_log_err(st, "pid %u: no heap tracking: %s", pids[i],
 						      strerror(-rc));
 				else
 					ok++;
 			}
 			if (!ok)
-				st->host->log(st->inst, NT_LOG_WARN,
-					      "no target got heap probes; RSS and faults go on");
+				nt_log_warn(st, "no target got heap probes; RSS and faults go on");
 		} else {
 			/* Each distinct library of the targets once (this
 			 * daemon's for the -- CMD child or host-wide). */
@@ -2028,19 +1979,16 @@ static int mem_attach(void *state)
 			for (size_t j = 0; j < n_libs; j++) {
 				err = heap_attach(st, -1, libs[j], &st->glinks, &st->n_glinks);
 				if (err) {
-					st->host->log(st->inst, NT_LOG_ERROR,
-						      "no heap probes on %s: %s", libs[j],
+					nt_log_err(st, "no heap probes on %s: %s", libs[j],
 						      strerror(-err));
 					continue;
 				}
 				ok++;
-				st->host->log(st->inst, NT_LOG_INFO,
-					      "heap probes on %s for every process%s", libs[j],
+				nt_log_info(st, "heap probes on %s for every process%s", libs[j],
 					      map_fd >= 0 ? " (filtered to the targets in BPF)" : "");
 			}
 			if (!ok)
-				st->host->log(st->inst, NT_LOG_ERROR,
-					      "no heap tracking; RSS and faults go on");
+				nt_log_err(st, "no heap tracking; RSS and faults go on");
 		}
 	}
 
@@ -2070,7 +2018,7 @@ static int mem_poll(void *state, uint32_t token, uint32_t budget)
 		if (n < 0)
 			return n;
 		/* Exits are batched: each batch scans the allocs map once. */
-		now = mono_ns();
+		now = nt_clock_mono_ns();
 		if (st->n_exits >= 256 || now - st->last_finalize_ns >= FINALIZE_EVERY_NS) {
 			finalize_pending(st);
 			st->last_finalize_ns = now;
@@ -2111,7 +2059,7 @@ static void mem_flush(void *state)
 static void mem_detach(void *state)
 {
 	struct mem_state *st = state;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = nt_clock_mono_ns();
 
 	if (st->skel && st->rb) {
 		ring_buffer__consume(st->rb);
@@ -2132,8 +2080,8 @@ static void mem_detach(void *state)
 	st->rb = NULL;
 	mem_bpf__destroy(st->skel);
 	st->skel = NULL;
-	st->host->log(st->inst, NT_LOG_DEBUG, "detach took %.1f ms",
-		      (double)(mono_ns() - t0) / 1e6);
+	nt_log_dbg(st, "detach took %.1f ms",
+		      (double)(nt_clock_mono_ns() - t0) / 1e6);
 }
 
 static void mem_fini(void *state)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "mem.h"
+#include "ntcore/kit/proc.h"
 #include "ntcore/kit/uprobe_insn.h"
 
 /* ------------------------------------------------------------------ */
@@ -348,6 +349,16 @@ bool mem_is_libc_path(const char *path)
 	return strncmp(base, "ld-musl-", 8) == 0 || strcmp(base, "libc.musl-x86_64.so.1") == 0;
 }
 
+int mem_map_libc(const struct nt_map *m, char *out, size_t outlen)
+{
+	if (m->deleted || !mem_is_libc_path(m->path))
+		return -ENOENT; /* a deleted file was never matched: keep it so */
+	if (m->path_len >= outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, m->path, m->path_len + 1);
+	return 0;
+}
+
 int mem_maps_find_libc(const char *maps, char *out, size_t outlen)
 {
 	const char *line = maps;
@@ -355,22 +366,17 @@ int mem_maps_find_libc(const char *maps, char *out, size_t outlen)
 	while (line && *line) {
 		const char *end = strchr(line, '\n');
 		size_t len = end ? (size_t)(end - line) : strlen(line);
-		const char *path = memchr(line, '/', len);
+		char buf[4096];
+		struct nt_map m;
 
-		if (path) {
-			size_t plen = len - (size_t)(path - line);
-			char buf[4096];
+		if (len < sizeof(buf)) {
+			int rc;
 
-			if (plen < sizeof(buf)) {
-				memcpy(buf, path, plen);
-				buf[plen] = '\0';
-				if (mem_is_libc_path(buf)) {
-					if (plen >= outlen)
-						return -ENAMETOOLONG;
-					memcpy(out, buf, plen + 1);
-					return 0;
-				}
-			}
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			if (nt_maps_parse_line(buf, &m) &&
+			    (rc = mem_map_libc(&m, out, outlen)) != -ENOENT)
+				return rc;
 		}
 		line = end ? end + 1 : NULL;
 	}

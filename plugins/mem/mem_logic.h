@@ -85,6 +85,10 @@ void mem_choose_attach_isa(int isa, const uint8_t *code, size_t n,
 bool mem_is_libc_path(const char *path);
 /* First C library mapped in a /proc/PID/maps text; 0 or -ENOENT. */
 int mem_maps_find_libc(const char *maps, char *out, size_t outlen);
+struct nt_map;
+/* 0 and its path in out when m maps a C library; -ENOENT when not;
+ * -ENAMETOOLONG when the path does not fit. */
+int mem_map_libc(const struct nt_map *m, char *out, size_t outlen);
 /* The libc.so.6 line of `ldconfig -p` output for this machine's ABI;
  * 0 or -ENOENT. */
 int mem_ldconfig_find_libc(const char *text, char *out, size_t outlen);
