@@ -155,7 +155,6 @@ struct mem_state {
 	uint32_t fn_mask;
 	bool heap_on;      /* heap probes wanted */
 	bool per_pid;      /* uprobes bound to target pids (else pid -1) */
-	bool btf;
 	int t_rss, t_heap, t_leak, t_report, t_oom;
 	struct nt_metric *m[M_COUNT];
 	uint64_t drops_reported;
