@@ -202,10 +202,56 @@ static bool named_target(const struct mem_state *st, uint32_t pid)
 	return false;
 }
 
-/* Final reports of the processes that left, then forget their data. */
-void mem_finalize_pending(struct mem_state *st)
+/* One exited process: its final reports, a log line for a target, and
+ * its links, map entries and symbols let go. */
+static void finalize_one(struct mem_state *st, uint32_t pid,
+			 const struct mem_group *sorted, size_t n_sorted)
 {
 	int pfd = bpf_map__fd(st->skel->maps.procs);
+	int hfd = bpf_map__fd(st->skel->maps.heap);
+	struct mem_heap_stats hs;
+	struct mem_proc pr;
+	bool have_hs = bpf_map_lookup_elem(hfd, &pid, &hs) == 0;
+	bool have_pr = bpf_map_lookup_elem(pfd, &pid, &pr) == 0;
+	bool targets = st->host->target_map_fd(st->inst) >= 0;
+	struct mem_proc_info *p = mem_proc_get(st, pid);
+	char live[32];
+
+	if (!p || p->finalized)
+		return;
+	if (have_pr)
+		mem_report_rss(st, pid, &pr, true);
+	if (have_hs) {
+		mem_report_heap(st, pid, &hs, true);
+		mem_fmt_bytes(live, sizeof(live),
+			      hs.live_bytes > 0 ? (uint64_t)hs.live_bytes : 0);
+	}
+	/* Host-wide, a process without heap data gets only its final
+	 * mem.rss; a target always gets its table. */
+	if (have_hs || (have_pr && targets)) {
+		size_t n_gs;
+		const struct mem_group *gs = mem_groups_find(sorted, n_sorted, pid, &n_gs);
+
+		mem_report_stacks(st, pid, true, gs, n_gs, &hs, have_hs, &pr, have_pr);
+	}
+	/* A line for a process the user named; a helper the job ran (a shell
+	 * shim) gets its report, not a line of its own. */
+	if (p->heap_attached || (targets && (have_hs || have_pr)))
+		nt_kit_log(st->host, st->inst, named_target(st, pid) ? NT_LOG_INFO : NT_LOG_DEBUG,
+			   "target pid %u (%s) exited%s%s%s; final report published, the other targets go on",
+			   pid, p->comm, have_hs ? ": " : "",
+			   have_hs ? live : "", have_hs ? " of heap outstanding" : "");
+	mem_proc_links_destroy(st, p);
+	p->finalized = true;
+	p->gone_ns = nt_clock_mono_ns();
+	bpf_map_delete_elem(hfd, &pid);
+	bpf_map_delete_elem(pfd, &pid);
+	mem_symcache_forget(&st->syms, pid);
+}
+
+/* The queued exits, in one scan of the allocs map for all of them. */
+void mem_finalize_pending(struct mem_state *st)
+{
 	int hfd = bpf_map__fd(st->skel->maps.heap);
 	int afd = bpf_map__fd(st->skel->maps.allocs);
 	struct scan_ctx sc = {0};
@@ -238,50 +284,12 @@ void mem_finalize_pending(struct mem_state *st)
 		mem_groups_reset(&st->groups);
 	}
 	sorted = mem_groups_sorted(&st->groups, &n_sorted);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t pid = pids[i];
-		struct mem_heap_stats hs;
-		struct mem_proc pr;
-		bool have_hs = bpf_map_lookup_elem(hfd, &pid, &hs) == 0;
-		bool have_pr = bpf_map_lookup_elem(pfd, &pid, &pr) == 0;
-		struct mem_proc_info *p = mem_proc_get(st, pid);
-		char live[32];
-
-		if (!p || p->finalized)
-			continue;
-		if (have_pr)
-			mem_report_rss(st, pid, &pr, true);
-		if (have_hs) {
-			mem_report_heap(st, pid, &hs, true);
-			mem_fmt_bytes(live, sizeof(live),
-				      hs.live_bytes > 0 ? (uint64_t)hs.live_bytes : 0);
-		}
-		/* Host-wide, a process without heap data gets only its final
-		 * mem.rss; a target always gets its table. */
-		if (have_hs || (have_pr && st->host->target_map_fd(st->inst) >= 0)) {
-			size_t n_gs;
-			const struct mem_group *gs = mem_groups_find(sorted, n_sorted, pid, &n_gs);
-
-			mem_report_stacks(st, pid, true, gs, n_gs, &hs, have_hs, &pr, have_pr);
-		}
-		/* A line for a process the user named; a helper the job ran
-		 * (a shell shim) gets its report, not a line of its own. */
-		if (p->heap_attached || (st->host->target_map_fd(st->inst) >= 0 && (have_hs || have_pr)))
-			nt_kit_log(st->host, st->inst, named_target(st, pid) ? NT_LOG_INFO : NT_LOG_DEBUG,
-				      "target pid %u (%s) exited%s%s%s; final report published, the other targets go on",
-				      pid, p->comm, have_hs ? ": " : "",
-				      have_hs ? live : "", have_hs ? " of heap outstanding" : "");
-		mem_proc_links_destroy(st, p);
-		p->finalized = true;
-		p->gone_ns = nt_clock_mono_ns();
-		bpf_map_delete_elem(hfd, &pid);
-		bpf_map_delete_elem(pfd, &pid);
-		mem_symcache_forget(&st->syms, pid);
-	}
+	for (size_t i = 0; i < n; i++)
+		finalize_one(st, pids[i], sorted, n_sorted);
 	for (size_t i = 0; i < sc.n_doomed; i++)
 		bpf_map_delete_elem(afd, &sc.doomed[i]);
 	nt_log_dbg(st, "final reports of %zu processes (%zu blocks dropped) took %.1f ms",
-		      n, sc.n_doomed, (double)(nt_clock_mono_ns() - t0) / 1e6);
+		   n, sc.n_doomed, (double)(nt_clock_mono_ns() - t0) / 1e6);
 	free(sc.doomed);
 	free(sorted);
 	free(pids);

@@ -175,8 +175,64 @@ void mem_report_heap(struct mem_state *st, uint32_t pid,
 	st->host->publish(st->inst, &e->hdr);
 }
 
-/* mem.leak for each of the top stacks, then mem.report. `gs` are the
- * process's groups, most bytes first. */
+/* One mem.leak event: the group at rank i + 1, its stack symbolized. */
+static void publish_leak(struct mem_state *st, uint32_t pid, bool final,
+			 const struct mem_group *g, size_t i, uint64_t now,
+			 struct mem_report_line *line)
+{
+	const struct mem_stack_text *t;
+	struct mem_leak_event *e;
+	size_t off = sizeof(*e), fl, sl;
+
+	mem_symbolize_stack(st, pid, g->stack_id);
+	t = g->stack_id >= 0 ? mem_symcache_get(&st->syms, pid, g->stack_id) : NULL;
+	line->g = g;
+	line->text = t ? t->text : NULL;
+	line->function = t ? t->function : NULL;
+	fl = t ? strlen(t->function) : 0;
+	sl = t ? strlen(t->text) : 0;
+	e = buf_get(st, off + fl + sl);
+	if (!e)
+		return;
+	hdr_fill(st, &e->hdr, st->t_leak, (uint32_t)(off + fl + sl), pid);
+	e->bytes = g->bytes;
+	e->allocs = g->count;
+	e->oldest_age_ns = now > g->oldest_ns ? now - g->oldest_ns : 0;
+	e->rank = (uint32_t)(i + 1);
+	e->stack_id = g->stack_id;
+	e->final = final;
+	e->kind = (uint8_t)g->kind;
+	put_vstr(e, &off, &e->function, t ? t->function : NULL);
+	put_vstr(e, &off, &e->stack, t ? t->text : NULL);
+	st->host->publish(st->inst, &e->hdr);
+}
+
+/* The mem.report event: the process's table as text. */
+static void publish_report(struct mem_state *st, const struct mem_report_proc *rp,
+			   const struct mem_report_line *lines, size_t n, size_t total)
+{
+	char *text = malloc(REPORT_TEXT_MAX);
+	struct mem_report_event *r;
+	size_t tl;
+
+	if (!text)
+		return;
+	tl = mem_format_report(text, REPORT_TEXT_MAX, rp, lines, n, total);
+	if (tl >= REPORT_TEXT_MAX)
+		tl = REPORT_TEXT_MAX - 1;
+	r = buf_get(st, sizeof(*r) + tl);
+	if (r) {
+		size_t off = sizeof(*r);
+
+		hdr_fill(st, &r->hdr, st->t_report, (uint32_t)(sizeof(*r) + tl), rp->pid);
+		r->final = rp->final;
+		text[tl] = '\0';
+		put_vstr(r, &off, &r->text, text);
+		st->host->publish(st->inst, &r->hdr);
+	}
+	free(text);
+}
+
 void mem_report_stacks(struct mem_state *st, uint32_t pid, bool final,
 			  const struct mem_group *gs, size_t total,
 			  const struct mem_heap_stats *hs, bool have_hs,
@@ -187,37 +243,11 @@ void mem_report_stacks(struct mem_state *st, uint32_t pid, bool final,
 	struct mem_report_line *lines = calloc(top, sizeof(*lines));
 	struct mem_proc_info *p = mem_proc_get(st, pid);
 	uint64_t now = nt_clock_mono_ns();
-	char *text = NULL;
 
 	if (!lines || !p)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct mem_stack_text *t;
-		struct mem_leak_event *e;
-		size_t off = sizeof(*e), fl, sl;
-
-		mem_symbolize_stack(st, pid, gs[i].stack_id);
-		t = gs[i].stack_id >= 0 ? mem_symcache_get(&st->syms, pid, gs[i].stack_id) : NULL;
-		lines[i].g = &gs[i];
-		lines[i].text = t ? t->text : NULL;
-		lines[i].function = t ? t->function : NULL;
-		fl = t ? strlen(t->function) : 0;
-		sl = t ? strlen(t->text) : 0;
-		e = buf_get(st, off + fl + sl);
-		if (!e)
-			continue;
-		hdr_fill(st, &e->hdr, st->t_leak, (uint32_t)(off + fl + sl), pid);
-		e->bytes = gs[i].bytes;
-		e->allocs = gs[i].count;
-		e->oldest_age_ns = now > gs[i].oldest_ns ? now - gs[i].oldest_ns : 0;
-		e->rank = (uint32_t)(i + 1);
-		e->stack_id = gs[i].stack_id;
-		e->final = final;
-		e->kind = (uint8_t)gs[i].kind;
-		put_vstr(e, &off, &e->function, t ? t->function : NULL);
-		put_vstr(e, &off, &e->stack, t ? t->text : NULL);
-		st->host->publish(st->inst, &e->hdr);
-	}
+	for (size_t i = 0; i < n; i++)
+		publish_leak(st, pid, final, &gs[i], i, now, &lines[i]);
 	if (!n && !final)
 		goto out;
 
@@ -241,23 +271,7 @@ void mem_report_stacks(struct mem_state *st, uint32_t pid, bool final,
 				pr->pages[MEM_SHMEMPAGES]) << st->page_shift;
 		rp.peak_rss_bytes = pr->peak_rss_pages << st->page_shift;
 	}
-	text = malloc(REPORT_TEXT_MAX);
-	if (!text)
-		goto out;
-	size_t tl = mem_format_report(text, REPORT_TEXT_MAX, &rp, lines, n, total);
-	if (tl >= REPORT_TEXT_MAX)
-		tl = REPORT_TEXT_MAX - 1;
-	struct mem_report_event *r = buf_get(st, sizeof(*r) + tl);
-	if (r) {
-		size_t off = sizeof(*r);
-
-		hdr_fill(st, &r->hdr, st->t_report, (uint32_t)(sizeof(*r) + tl), pid);
-		r->final = final;
-		text[tl] = '\0';
-		put_vstr(r, &off, &r->text, text);
-		st->host->publish(st->inst, &r->hdr);
-	}
+	publish_report(st, &rp, lines, n, total);
 out:
-	free(text);
 	free(lines);
 }

@@ -130,85 +130,109 @@ static int attach_multi(struct bpf_program *prog, int pid,
 	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 }
 
-/* Attach the allocator probes of `path` for pid (-1: every process). */
-int mem_heap_attach(struct mem_state *st, int pid, const char *path,
-		       struct mem_link **links, size_t *n_links)
-{
-	struct mem_lib *lib = lib_get(st, path);
+/* The points of a library as entry and return probe lists. */
+struct heap_points {
 	uint64_t eoff[MEM_FN_COUNT], ecook[MEM_FN_COUNT];
 	uint64_t roff[MEM_FN_COUNT], rcook[MEM_FN_COUNT];
-	size_t ne = 0, nr = 0;
-	int attached = 0, err = 0;
+	size_t ne, nr;
+};
 
-	if (!lib)
-		return -ENOMEM;
-	for (size_t i = 0; i < lib->n_pts; i++) {
-		eoff[ne] = lib->pts[i].off;
-		ecook[ne++] = lib->pts[i].fn;
-		if (mem_fn_needs_return(lib->pts[i].fn)) {
-			roff[nr] = lib->pts[i].off;
-			rcook[nr++] = lib->pts[i].fn;
-		}
-	}
-	if (!ne)
-		return -ENOENT;
-	if (st->multi_ok) {
-		int e = attach_multi(st->skel->progs.heap_enter, pid, path, eoff, ecook,
-				     ne, false);
-		int r = -1;
+/* Both programs through uprobe_multi links: 0 when attached, 1 when the
+ * kernel refuses the link type (per-function links follow, and are used
+ * from then on), or -errno. */
+static int attach_heap_multi(struct mem_state *st, int pid, const char *path,
+			     const struct heap_points *hp,
+			     struct mem_link **links, size_t *n_links)
+{
+	int e = attach_multi(st->skel->progs.heap_enter, pid, path, hp->eoff,
+			     hp->ecook, hp->ne, false);
+	int r = -1, err;
 
-		if (e >= 0 && nr)
-			r = attach_multi(st->skel->progs.alloc_return, pid, path, roff,
-					 rcook, nr, true);
-		if (e >= 0 && (r >= 0 || !nr)) {
-			if (mem_links_push(links, n_links, NULL, e) ||
-			    (r >= 0 && mem_links_push(links, n_links, NULL, r)))
-				return -ENOMEM;
-			return 0;
-		}
-		err = -errno;
-		if (e >= 0)
-			close(e);
-		if (err == -ESRCH || err == -ENOENT || err == -EACCES || err == -EPERM) {
-			nt_log_err(st, "cannot attach uprobes to %s (pid %d): %s", path, pid,
-				      strerror(-err));
-			return err;
-		}
-		nt_log_info(st, "uprobe_multi links refused (%s): one uprobe link per function",
-			      strerror(-err));
-		st->multi_ok = false;
+	if (e >= 0 && hp->nr)
+		r = attach_multi(st->skel->progs.alloc_return, pid, path, hp->roff,
+				 hp->rcook, hp->nr, true);
+	if (e >= 0 && (r >= 0 || !hp->nr)) {
+		if (mem_links_push(links, n_links, NULL, e) ||
+		    (r >= 0 && mem_links_push(links, n_links, NULL, r)))
+			return -ENOMEM;
+		return 0;
 	}
-	for (size_t i = 0; i < ne; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, eo, .bpf_cookie = ecook[i]);
+	err = -errno;
+	if (e >= 0)
+		close(e);
+	if (err == -ESRCH || err == -ENOENT || err == -EACCES || err == -EPERM) {
+		nt_log_err(st, "cannot attach uprobes to %s (pid %d): %s", path, pid,
+			   strerror(-err));
+		return err;
+	}
+	nt_log_info(st, "uprobe_multi links refused (%s): one uprobe link per function",
+		    strerror(-err));
+	st->multi_ok = false;
+	return 1;
+}
+
+/* One link per function: how many attached, or -ENOMEM; *err keeps the
+ * last failure. */
+static int attach_heap_each(struct mem_state *st, int pid, const char *path,
+			    const uint64_t *offs, const uint64_t *cooks, size_t n,
+			    bool ret, struct mem_link **links, size_t *n_links, int *err)
+{
+	struct bpf_program *prog = ret ? st->skel->progs.alloc_return
+				       : st->skel->progs.heap_enter;
+	int attached = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret, .bpf_cookie = cooks[i]);
 		struct bpf_link *l;
 
-		l = bpf_program__attach_uprobe_opts(st->skel->progs.heap_enter, pid, path,
-						    (size_t)eoff[i], &eo);
+		l = bpf_program__attach_uprobe_opts(prog, pid, path, (size_t)offs[i], &o);
 		if (!l) {
-			err = -errno;
-			nt_log_err(st, "cannot attach uprobe %s:%s (pid %d): %s", path,
-				      mem_fn_name((unsigned)ecook[i]), pid, strerror(-err));
+			*err = -errno;
+			nt_log_err(st, "cannot attach %s %s:%s (pid %d): %s",
+				   ret ? "uretprobe" : "uprobe", path,
+				   mem_fn_name((unsigned)cooks[i]), pid, strerror(-*err));
 			continue;
 		}
 		if (mem_links_push(links, n_links, l, -1))
 			return -ENOMEM;
 		attached++;
 	}
-	for (size_t i = 0; i < nr; i++) {
-		LIBBPF_OPTS(bpf_uprobe_opts, ro, .retprobe = true, .bpf_cookie = rcook[i]);
-		struct bpf_link *l;
+	return attached;
+}
 
-		l = bpf_program__attach_uprobe_opts(st->skel->progs.alloc_return, pid,
-						    path, (size_t)roff[i], &ro);
-		if (!l) {
-			err = -errno;
-			nt_log_err(st, "cannot attach uretprobe %s:%s (pid %d): %s", path,
-				      mem_fn_name((unsigned)rcook[i]), pid, strerror(-err));
-			continue;
+int mem_heap_attach(struct mem_state *st, int pid, const char *path,
+		       struct mem_link **links, size_t *n_links)
+{
+	struct mem_lib *lib = lib_get(st, path);
+	struct heap_points hp = {0};
+	int attached, rets, err = 0;
+
+	if (!lib)
+		return -ENOMEM;
+	for (size_t i = 0; i < lib->n_pts; i++) {
+		hp.eoff[hp.ne] = lib->pts[i].off;
+		hp.ecook[hp.ne++] = lib->pts[i].fn;
+		if (mem_fn_needs_return(lib->pts[i].fn)) {
+			hp.roff[hp.nr] = lib->pts[i].off;
+			hp.rcook[hp.nr++] = lib->pts[i].fn;
 		}
-		if (mem_links_push(links, n_links, l, -1))
-			return -ENOMEM;
 	}
+	if (!hp.ne)
+		return -ENOENT;
+	if (st->multi_ok) {
+		err = attach_heap_multi(st, pid, path, &hp, links, n_links);
+		if (err <= 0)
+			return err;
+		err = 0; /* each failure below sets it */
+	}
+	attached = attach_heap_each(st, pid, path, hp.eoff, hp.ecook, hp.ne, false,
+				    links, n_links, &err);
+	if (attached < 0)
+		return attached;
+	rets = attach_heap_each(st, pid, path, hp.roff, hp.rcook, hp.nr, true,
+				links, n_links, &err);
+	if (rets < 0)
+		return rets;
 	if (!attached)
 		return err ? err : -ENOENT;
 	return 0;
