@@ -63,12 +63,144 @@ static void set(struct mem_insn *o, uint32_t len, int cls, const char *text)
 	snprintf(o->text, sizeof(o->text), "%s", text);
 }
 
+/* One instruction being decoded: its bytes, where the opcode ended, the
+ * prefixes seen and the ModRM fields (when there is a ModRM byte). */
+struct x86 {
+	const uint8_t *p;
+	size_t n, i;
+	bool opsize;
+	unsigned rex, op, mod, reg, rm;
+	const char *const *names; /* 64- or 32-bit register names */
+};
+
+/* Instructions the kernel emulates instead of single-stepping. */
+static bool decode_emulated(const struct x86 *d, struct mem_insn *o)
+{
+	const uint8_t *p = d->p;
+	unsigned op = d->op;
+	char t[40];
+
+	if (op == 0x90 && d->i == 1)
+		return set(o, 1, MEM_INSN_EMULATED, "nop"), true;
+	if (op >= 0x50 && op <= 0x57 && !d->opsize && (d->rex == 0 || d->rex == 0x41)) {
+		snprintf(t, sizeof(t), "push %%%s", reg64[(op - 0x50) + (d->rex ? 8 : 0)]);
+		set(o, (uint32_t)d->i, MEM_INSN_EMULATED, t);
+		return true;
+	}
+	if (d->opsize || d->rex || d->i != 1)
+		return false;
+	if (op == 0xe8 && d->n >= 5)
+		return set(o, 5, MEM_INSN_EMULATED, "call rel32"), true;
+	if (op == 0xe9 && d->n >= 5)
+		return set(o, 5, MEM_INSN_EMULATED, "jmp rel32"), true;
+	if (op == 0xeb && d->n >= 2)
+		return set(o, 2, MEM_INSN_EMULATED, "jmp rel8"), true;
+	if (op >= 0x70 && op <= 0x7f && d->n >= 2)
+		return set(o, 2, MEM_INSN_EMULATED, "jcc rel8"), true;
+	if (op == 0x0f && d->n >= 6 && p[1] >= 0x80 && p[1] <= 0x8f)
+		return set(o, 6, MEM_INSN_EMULATED, "jcc rel32"), true;
+	return false;
+}
+
+/* test and cmp in their forms that start functions: flags only. true
+ * when op is one of them (o is set only when the bytes are all there). */
+static bool decode_test_cmp(const struct x86 *d, struct mem_insn *o)
+{
+	const uint8_t *p = d->p;
+	size_t i = d->i, n = d->n, ml, imm;
+	unsigned op = d->op;
+	char t[40];
+
+	switch (op) {
+	case 0x84: case 0x85: /* test r/m, r */
+	case 0x38: case 0x39: case 0x3a: case 0x3b: /* cmp */
+		if (!(ml = modrm_len(p + i, n - i)))
+			return true;
+		if (d->mod == 3 && op != 0x84 && op != 0x38 && op != 0x3a)
+			snprintf(t, sizeof(t), "%s %%%s,%%%s", (op == 0x85) ? "test" : "cmp",
+				 d->names[d->reg], d->names[d->rm]);
+		else
+			snprintf(t, sizeof(t), "%s r/m,r",
+				 (op == 0x84 || op == 0x85) ? "test" : "cmp");
+		set(o, (uint32_t)(i + ml), MEM_INSN_SKIPPABLE, t);
+		return true;
+	case 0x3c: /* cmp al, imm8 */
+	case 0xa8: /* test al, imm8 */
+		if (i + 1 <= n)
+			set(o, (uint32_t)(i + 1), MEM_INSN_SKIPPABLE,
+			    op == 0x3c ? "cmp $imm,%al" : "test $imm,%al");
+		return true;
+	case 0x3d: /* cmp eax, imm32 */
+	case 0xa9: /* test eax, imm32 */
+		if (i + (d->opsize ? 2 : 4) <= n)
+			set(o, (uint32_t)(i + (d->opsize ? 2 : 4)), MEM_INSN_SKIPPABLE,
+			    op == 0x3d ? "cmp $imm,%eax" : "test $imm,%eax");
+		return true;
+	case 0x80: case 0x83: case 0x81: /* group 1: only /7 = cmp */
+		imm = op == 0x81 ? (d->opsize ? 2 : 4) : 1;
+		if (((p[i] >> 3) & 7) != 7 || !(ml = modrm_len(p + i, n - i)) ||
+		    i + ml + imm > n)
+			return true;
+		set(o, (uint32_t)(i + ml + imm), MEM_INSN_SKIPPABLE,
+		    d->mod == 0 && (p[i] & 7) == 5 ? "cmp $imm,rip-relative" : "cmp $imm,r/m");
+		return true;
+	case 0xf6: case 0xf7: /* group 3: only /0 = test */
+		imm = op == 0xf6 ? 1 : (d->opsize ? 2 : 4);
+		if (((p[i] >> 3) & 7) != 0 || !(ml = modrm_len(p + i, n - i)) ||
+		    i + ml + imm > n)
+			return true;
+		if (d->mod == 3)
+			snprintf(t, sizeof(t), "test $imm,%%%s", d->names[d->rm]);
+		else
+			snprintf(t, sizeof(t), "test $imm,r/m");
+		set(o, (uint32_t)(i + ml + imm), MEM_INSN_SKIPPABLE, t);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* mov and xor that write only a scratch register. */
+static void decode_mov_xor(const struct x86 *d, struct mem_insn *o)
+{
+	size_t i = d->i, n = d->n, ml, imm;
+	unsigned op = d->op, r;
+	const char *const *names = d->names;
+	char t[40];
+
+	if (op == 0x89) { /* mov r, r/m: skippable when it writes a scratch reg */
+		if (d->mod != 3 || !scratch_reg(d->rm) || !(ml = modrm_len(d->p + i, n - i)))
+			return;
+		snprintf(t, sizeof(t), "mov %%%s,%%%s", names[d->reg], names[d->rm]);
+		set(o, (uint32_t)(i + ml), MEM_INSN_SKIPPABLE, t);
+	} else if (op == 0x8b) { /* mov r/m, r */
+		if (!scratch_reg(d->reg) || !(ml = modrm_len(d->p + i, n - i)))
+			return;
+		if (d->mod == 3)
+			snprintf(t, sizeof(t), "mov %%%s,%%%s", names[d->rm], names[d->reg]);
+		else
+			snprintf(t, sizeof(t), "mov r/m,%%%s", names[d->reg]);
+		set(o, (uint32_t)(i + ml), MEM_INSN_SKIPPABLE, t);
+	} else if (op == 0x31 || op == 0x33) { /* xor reg, reg into a scratch reg */
+		if (d->mod != 3 || !scratch_reg(op == 0x31 ? d->rm : d->reg))
+			return;
+		snprintf(t, sizeof(t), "xor %%%s,%%%s", names[op == 0x31 ? d->reg : d->rm],
+			 names[op == 0x31 ? d->rm : d->reg]);
+		set(o, (uint32_t)(i + 1), MEM_INSN_SKIPPABLE, t);
+	} else if (op >= 0xb8 && op <= 0xbf) { /* mov $imm, reg */
+		r = (op - 0xb8) | ((d->rex & 1) ? 8 : 0);
+		imm = (d->rex & 8) ? 8 : (d->opsize ? 2 : 4);
+		if (!scratch_reg(r) || i + imm > n)
+			return;
+		snprintf(t, sizeof(t), "mov $imm,%%%s", names[r]);
+		set(o, (uint32_t)(i + imm), MEM_INSN_SKIPPABLE, t);
+	}
+}
+
 void mem_insn_decode(const uint8_t *p, size_t n, struct mem_insn *o)
 {
-	size_t i = 0, ml;
-	bool opsize = false;
-	unsigned rex = 0, op, reg, rm, mod;
-	char t[40];
+	struct x86 d = {.p = p, .n = n};
+	size_t ml;
 
 	memset(o, 0, sizeof(*o));
 	snprintf(o->text, sizeof(o->text), "(unknown)");
@@ -79,149 +211,33 @@ void mem_insn_decode(const uint8_t *p, size_t n, struct mem_insn *o)
 		set(o, 4, MEM_INSN_SKIPPABLE, p[3] == 0xfa ? "endbr64" : "endbr32");
 		return;
 	}
-	while (i < n && (p[i] == 0x66 || p[i] == 0x2e)) {
-		opsize |= p[i] == 0x66;
-		i++;
+	while (d.i < n && (p[d.i] == 0x66 || p[d.i] == 0x2e)) {
+		d.opsize |= p[d.i] == 0x66;
+		d.i++;
 	}
-	if (i < n && (p[i] & 0xf0) == 0x40)
-		rex = p[i++];
-	if (i >= n)
+	if (d.i < n && (p[d.i] & 0xf0) == 0x40)
+		d.rex = p[d.i++];
+	if (d.i >= n)
 		return;
-	op = p[i++];
-
-	/* Instructions the kernel emulates instead of single-stepping. */
-	if (op == 0x90 && i == 1) {
-		set(o, 1, MEM_INSN_EMULATED, "nop");
+	d.op = p[d.i++];
+	if (decode_emulated(&d, o))
 		return;
-	}
-	if (op >= 0x50 && op <= 0x57 && !opsize && (rex == 0 || rex == 0x41)) {
-		snprintf(t, sizeof(t), "push %%%s", reg64[(op - 0x50) + (rex ? 8 : 0)]);
-		set(o, (uint32_t)i, MEM_INSN_EMULATED, t);
-		return;
-	}
-	if (!opsize && !rex && i == 1) {
-		if (op == 0xe8 && n >= 5) {
-			set(o, 5, MEM_INSN_EMULATED, "call rel32");
-			return;
-		}
-		if (op == 0xe9 && n >= 5) {
-			set(o, 5, MEM_INSN_EMULATED, "jmp rel32");
-			return;
-		}
-		if (op == 0xeb && n >= 2) {
-			set(o, 2, MEM_INSN_EMULATED, "jmp rel8");
-			return;
-		}
-		if (op >= 0x70 && op <= 0x7f && n >= 2) {
-			set(o, 2, MEM_INSN_EMULATED, "jcc rel8");
-			return;
-		}
-		if (op == 0x0f && n >= 6 && p[1] >= 0x80 && p[1] <= 0x8f) {
-			set(o, 6, MEM_INSN_EMULATED, "jcc rel32");
-			return;
-		}
-	}
-
 	/* Instructions that change nothing a probe after them reads. */
-	if (op == 0x0f && i < n && p[i] == 0x1f) { /* multi-byte nop */
-		i++;
-		if (i < n && ((p[i] >> 3) & 7) == 0 && (ml = modrm_len(p + i, n - i))) {
-			set(o, (uint32_t)(i + ml), MEM_INSN_SKIPPABLE, "nopl");
-			return;
-		}
+	if (d.op == 0x0f && d.i < n && p[d.i] == 0x1f) { /* multi-byte nop */
+		d.i++;
+		if (d.i < n && ((p[d.i] >> 3) & 7) == 0 && (ml = modrm_len(p + d.i, n - d.i)))
+			set(o, (uint32_t)(d.i + ml), MEM_INSN_SKIPPABLE, "nopl");
 		return;
 	}
-	if (i >= n && op != 0x3c && op != 0x3d && op != 0xa8 && op != 0xa9 &&
-	    !(op >= 0xb8 && op <= 0xbf))
+	if (d.i >= n && d.op != 0x3c && d.op != 0x3d && d.op != 0xa8 && d.op != 0xa9 &&
+	    !(d.op >= 0xb8 && d.op <= 0xbf))
 		return;
-	mod = i < n ? p[i] >> 6 : 0;
-	reg = i < n ? ((p[i] >> 3) & 7) | ((rex & 4) ? 8 : 0) : 0;
-	rm = i < n ? (p[i] & 7) | ((rex & 1) ? 8 : 0) : 0;
-	const char *const *names = (rex & 8) ? reg64 : reg32;
-
-	switch (op) {
-	case 0x84: case 0x85: /* test r/m, r */
-	case 0x38: case 0x39: case 0x3a: case 0x3b: /* cmp */
-		if (!(ml = modrm_len(p + i, n - i)))
-			return;
-		if (mod == 3 && op != 0x84 && op != 0x38 && op != 0x3a)
-			snprintf(t, sizeof(t), "%s %%%s,%%%s",
-				 (op == 0x85) ? "test" : "cmp", names[reg], names[rm]);
-		else
-			snprintf(t, sizeof(t), "%s r/m,r",
-				 (op == 0x84 || op == 0x85) ? "test" : "cmp");
-		set(o, (uint32_t)(i + ml), MEM_INSN_SKIPPABLE, t);
-		return;
-	case 0x3c: /* cmp al, imm8 */
-	case 0xa8: /* test al, imm8 */
-		if (i + 1 > n)
-			return;
-		set(o, (uint32_t)(i + 1), MEM_INSN_SKIPPABLE, op == 0x3c ? "cmp $imm,%al" : "test $imm,%al");
-		return;
-	case 0x3d: /* cmp eax, imm32 */
-	case 0xa9: /* test eax, imm32 */
-		if (i + (opsize ? 2 : 4) > n)
-			return;
-		set(o, (uint32_t)(i + (opsize ? 2 : 4)), MEM_INSN_SKIPPABLE,
-		    op == 0x3d ? "cmp $imm,%eax" : "test $imm,%eax");
-		return;
-	case 0x80: case 0x83: case 0x81: { /* group 1: only /7 = cmp */
-		size_t imm = op == 0x81 ? (opsize ? 2 : 4) : 1;
-
-		if (((p[i] >> 3) & 7) != 7 || !(ml = modrm_len(p + i, n - i)) ||
-		    i + ml + imm > n)
-			return;
-		set(o, (uint32_t)(i + ml + imm), MEM_INSN_SKIPPABLE,
-		    mod == 0 && (p[i] & 7) == 5 ? "cmp $imm,rip-relative" : "cmp $imm,r/m");
-		return;
-	}
-	case 0xf6: case 0xf7: { /* group 3: only /0 = test */
-		size_t imm = op == 0xf6 ? 1 : (opsize ? 2 : 4);
-
-		if (((p[i] >> 3) & 7) != 0 || !(ml = modrm_len(p + i, n - i)) ||
-		    i + ml + imm > n)
-			return;
-		if (mod == 3)
-			snprintf(t, sizeof(t), "test $imm,%%%s", names[rm]);
-		else
-			snprintf(t, sizeof(t), "test $imm,r/m");
-		set(o, (uint32_t)(i + ml + imm), MEM_INSN_SKIPPABLE, t);
-		return;
-	}
-	case 0x89: /* mov r, r/m: skippable when it writes a scratch reg */
-		if (mod != 3 || !scratch_reg(rm) || !(ml = modrm_len(p + i, n - i)))
-			return;
-		snprintf(t, sizeof(t), "mov %%%s,%%%s", names[reg], names[rm]);
-		set(o, (uint32_t)(i + ml), MEM_INSN_SKIPPABLE, t);
-		return;
-	case 0x8b: /* mov r/m, r */
-		if (!scratch_reg(reg) || !(ml = modrm_len(p + i, n - i)))
-			return;
-		if (mod == 3)
-			snprintf(t, sizeof(t), "mov %%%s,%%%s", names[rm], names[reg]);
-		else
-			snprintf(t, sizeof(t), "mov r/m,%%%s", names[reg]);
-		set(o, (uint32_t)(i + ml), MEM_INSN_SKIPPABLE, t);
-		return;
-	case 0x31: case 0x33: /* xor reg, reg into a scratch reg */
-		if (mod != 3 || !scratch_reg(op == 0x31 ? rm : reg))
-			return;
-		snprintf(t, sizeof(t), "xor %%%s,%%%s", names[op == 0x31 ? reg : rm],
-			 names[op == 0x31 ? rm : reg]);
-		set(o, (uint32_t)(i + 1), MEM_INSN_SKIPPABLE, t);
-		return;
-	default:
-		break;
-	}
-	if (op >= 0xb8 && op <= 0xbf) { /* mov $imm, reg */
-		unsigned r = (op - 0xb8) | ((rex & 1) ? 8 : 0);
-		size_t imm = (rex & 8) ? 8 : (opsize ? 2 : 4);
-
-		if (!scratch_reg(r) || i + imm > n)
-			return;
-		snprintf(t, sizeof(t), "mov $imm,%%%s", names[r]);
-		set(o, (uint32_t)(i + imm), MEM_INSN_SKIPPABLE, t);
-	}
+	d.mod = d.i < n ? p[d.i] >> 6 : 0;
+	d.reg = d.i < n ? ((p[d.i] >> 3) & 7) | ((d.rex & 4) ? 8 : 0) : 0;
+	d.rm = d.i < n ? (p[d.i] & 7) | ((d.rex & 1) ? 8 : 0) : 0;
+	d.names = (d.rex & 8) ? reg64 : reg32;
+	if (!decode_test_cmp(&d, o))
+		decode_mov_xor(&d, o);
 }
 
 /* AArch64: the entry, simulated or stepped as the kernel will run it. */
