@@ -21,11 +21,17 @@
 #include <dirent.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/cfg.h"
+#include "ntcore/kit/clock.h"
 #include "ntcore/kit/links.h"
+#include "ntcore/kit/log.h"
+#include "ntcore/kit/proc.h"
+#include "ntcore/kit/tp.h"
 #include "ntcore/plugin.h"
 
 #include "sched.bpf.skel.h"
@@ -58,39 +64,32 @@ struct sched_cfg {
 static const char *const attach_choices[] = { "auto", "tp_btf", "raw_tp", NULL };
 static const char *const hist_choices[] = { "process", "global", NULL };
 
-#define KEY(k, t, d, lo, hi, text)                                             \
-	{ .key = #k, .type = (t), .offset = offsetof(struct sched_cfg, k),     \
-	  .def = (d), .min = (lo), .max = (hi), .desc = (text) }
+#define CFG struct sched_cfg
 
 static const struct nt_cfg_key sched_config[] = {
-	KEY(interval_ms, NT_CFG_INT, "1000", 100, 3600000,
-	    "how often the maps are read: metrics and sched.thread events (ms)"),
-	KEY(report_interval_s, NT_CFG_INT, "10", 0, 86400,
-	    "how often sched.report is published (s); 0 = only at the end"),
-	KEY(thread_events, NT_CFG_BOOL, "true", 1, 0,
-	    "publish sched.thread events (per interval and at thread exit)"),
-	KEY(switch_events, NT_CFG_BOOL, "false", 1, 0,
-	    "publish one sched.switch event per context switch (debugging; costly)"),
-	KEY(top_n, NT_CFG_INT, "10", 1, 1000,
-	    "threads listed in sched.report"),
-	KEY(max_threads, NT_CFG_INT, "16384", 64, 4194304,
-	    "threads tracked at once in BPF (further ones are counted as drops)"),
-	KEY(max_processes, NT_CFG_INT, "1024", 1, 65536,
-	    "per-process run-queue histograms in BPF (further ones go to pid=\"other\")"),
-	KEY(max_series, NT_CFG_INT, "4096", 16, 1000000,
-	    "label sets kept per metric family (cardinality bound)"),
-	KEY(ringbuf_kb, NT_CFG_INT, "256", 4, 1048576,
-	    "BPF ring buffer size in KiB (a power of two)"),
-	KEY(exited_keep_ms, NT_CFG_INT, "60000", 0, 86400000,
-	    "keep the metric series of an exited thread or process this long (ms; at least 2 intervals) so every exporter sees its last value"),
-	{ .key = "attach", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct sched_cfg, attach), .def = "\"auto\"",
-	  .min = 1, .max = 0, .choices = attach_choices,
-	  .desc = "tracepoint flavour: auto (tp_btf when it works), tp_btf, raw_tp" },
-	{ .key = "runq_hist", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct sched_cfg, runq_hist), .def = "\"process\"",
-	  .min = 1, .max = 0, .choices = hist_choices,
-	  .desc = "run-queue latency histogram per process (pid label) or one global (pid=\"all\")" },
+	NT_KEY_INT(CFG, interval_ms, 1000, 100, 3600000,
+		   "how often the maps are read: metrics and sched.thread events (ms)"),
+	NT_KEY_INT(CFG, report_interval_s, 10, 0, 86400,
+		   "how often sched.report is published (s); 0 = only at the end"),
+	NT_KEY_BOOL(CFG, thread_events, true,
+		    "publish sched.thread events (per interval and at thread exit)"),
+	NT_KEY_BOOL(CFG, switch_events, false,
+		    "publish one sched.switch event per context switch (debugging; costly)"),
+	NT_KEY_INT(CFG, top_n, 10, 1, 1000, "threads listed in sched.report"),
+	NT_KEY_INT(CFG, max_threads, 16384, 64, 4194304,
+		   "threads tracked at once in BPF (further ones are counted as drops)"),
+	NT_KEY_INT(CFG, max_processes, 1024, 1, 65536,
+		   "per-process run-queue histograms in BPF (further ones go to pid=\"other\")"),
+	NT_KEY_INT(CFG, max_series, 4096, 16, 1000000,
+		   "label sets kept per metric family (cardinality bound)"),
+	NT_KEY_INT(CFG, ringbuf_kb, 256, 4, 1048576,
+		   "BPF ring buffer size in KiB (a power of two)"),
+	NT_KEY_INT(CFG, exited_keep_ms, 60000, 0, 86400000,
+		   "keep the metric series of an exited thread or process this long (ms; at least 2 intervals) so every exporter sees its last value"),
+	NT_KEY_CHOICE(CFG, attach, "auto", attach_choices,
+		      "tracepoint flavour: auto (tp_btf when it works), tp_btf, raw_tp"),
+	NT_KEY_CHOICE(CFG, runq_hist, "process", hist_choices,
+		      "run-queue latency histogram per process (pid label) or one global (pid=\"all\")"),
 };
 
 /* ---- event schemas ------------------------------------------------- */
@@ -250,14 +249,6 @@ struct sched_state {
 	struct thr **scratch;
 	size_t scratch_cap;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void copy_comm(char dst[NT_COMM_LEN + 1], const char *src)
 {
@@ -507,7 +498,7 @@ static int ring_drain(struct sched_state *st, uint32_t budget)
 	st->ring_n = 0;
 	err = ring_buffer__consume(st->rb);
 	if (err < 0 && err != -EAGAIN)
-		st->host->log(st->inst, NT_LOG_WARN, "ring buffer: %s",
+		nt_log_warn(st, "ring buffer: %s",
 			      strerror(-err));
 	return (int)st->ring_n;
 }
@@ -522,27 +513,18 @@ static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
 static uint64_t proc_runtime(uint32_t tgid, uint32_t tid)
 {
 	char path[64], buf[96];
-	uint64_t ns = 0;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/task/%u/schedstat", tgid, tid);
-	f = fopen(path, "re");
-	if (!f)
+	if (nt_file_read(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	if (fgets(buf, sizeof(buf), f))
-		ns = strtoull(buf, NULL, 10);
-	fclose(f);
-	return ns;
+	return strtoull(buf, NULL, 10);
 }
 
 static void entry_seen(struct sched_state *st, __u32 tid,
 		       const struct sched_tstat *s, uint64_t now, bool stale_check)
 {
 	if (stale_check && !s->on_ts) {
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/%u/task/%u", s->tgid, tid);
-		if (access(path, F_OK) != 0 && errno == ENOENT) {
+		if (nt_proc_state(NULL, s->tgid, tid) == 0) { /* no such thread */
 			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.threads),
 					    &tid);
 			thread_update(st, s, now, 0, true);
@@ -579,8 +561,7 @@ static void read_threads(struct sched_state *st, uint64_t now)
 			if (err == -ENOENT)
 				return;
 			if (err) {
-				st->host->log(st->inst, NT_LOG_DEBUG,
-					      "batch lookup: %s; per key from now on",
+				nt_log_dbg(st, "batch lookup: %s; per key from now on",
 					      strerror(-err));
 				st->batch_ok = false;
 				break;
@@ -781,8 +762,7 @@ static void prog_cost(struct sched_state *st, bool say)
 			st->prog_ns[i] = info.run_time_ns;
 		}
 		if (say && info.run_cnt)
-			st->host->log(st->inst, NT_LOG_INFO,
-				      "BPF cost: %s %llu runs, avg %.0f ns",
+			nt_log_info(st, "BPF cost: %s %llu runs, avg %.0f ns",
 				      lp[0], (unsigned long long)info.run_cnt,
 				      (double)info.run_time_ns / (double)info.run_cnt);
 	}
@@ -798,7 +778,7 @@ static void snapshot(struct sched_state *st, bool final)
 		return;
 	st->tick++;
 	ring_drain(st, final ? UINT32_MAX : 65536);
-	now = mono_ns();
+	now = nt_clock_mono_ns();
 	read_threads(st, now);
 	/* Records not in the map twice in a row are gone (exit record lost
 	 * or not yet read the first time). */
@@ -824,7 +804,7 @@ static void publish_report(struct sched_state *st)
 	size_t cap = (size_t)st->cfg->top_n * 120 + 512, n, nrows = 0, len;
 	struct sched_row *rows;
 	struct sched_report_ev *ev;
-	uint64_t now = mono_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	n = thr_list(st);
 	rows = calloc(n + st->n_exited_top + 1, sizeof(*rows));
@@ -890,8 +870,6 @@ static void seed_targets(struct sched_state *st, uint64_t now)
 			continue;
 		while ((de = readdir(d))) {
 			struct sched_tstat s;
-			char cpath[96];
-			FILE *f;
 			__u32 tid;
 
 			if (de->d_name[0] < '0' || de->d_name[0] > '9')
@@ -902,14 +880,8 @@ static void seed_targets(struct sched_state *st, uint64_t now)
 			s.tid = tid;
 			s.first_ts = now;
 			s.se_last = proc_runtime(pids[i], tid);
-			snprintf(cpath, sizeof(cpath), "/proc/%u/task/%u/comm",
-				 pids[i], tid);
-			f = fopen(cpath, "re");
-			if (f) {
-				if (fgets(s.comm, sizeof(s.comm), f))
-					s.comm[strcspn(s.comm, "\n")] = '\0';
-				fclose(f);
-			}
+			if (nt_proc_comm(pids[i], tid, s.comm, sizeof(s.comm)) < 0)
+				s.comm[0] = '\0';
 			/* Already seen by a program: keep that. */
 			if (bpf_map_update_elem(fd, &tid, &s, BPF_NOEXIST) == 0)
 				seeded++;
@@ -917,39 +889,8 @@ static void seed_targets(struct sched_state *st, uint64_t now)
 		closedir(d);
 	}
 	if (seeded)
-		st->host->log(st->inst, NT_LOG_DEBUG,
-			      "%u existing threads of %zu target processes entered",
+		nt_log_dbg(st, "%u existing threads of %zu target processes entered",
 			      seeded, n);
-}
-
-/* ---- attach-flavour probe ------------------------------------------ */
-
-/* Can a BTF tracepoint program be loaded and attached on this kernel? The
- * libbpf-tools way: a two-instruction tracing program on sched_switch. */
-static bool tp_btf_works(void)
-{
-	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	int id = libbpf_find_vmlinux_btf_id("sched_switch", BPF_TRACE_RAW_TP);
-	int fd, lfd;
-
-	if (id <= 0)
-		return false;
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = BPF_TRACE_RAW_TP,
-		    .attach_btf_id = (__u32)id);
-	fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns,
-			   NT_ARRAY_LEN(insns), &opts);
-	if (fd < 0)
-		return false;
-	lfd = bpf_raw_tracepoint_open(NULL, fd);
-	close(fd);
-	if (lfd < 0)
-		return false;
-	close(lfd);
-	return true;
 }
 
 static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
@@ -973,22 +914,44 @@ static struct bpf_program *const *progs_of(struct sched_bpf *s, bool btf,
 	return out;
 }
 
-/* Open and load the object with one flavour of programs. */
-static int load(struct sched_state *st, bool btf)
+/* The six tracepoints, each with its two programs, for the kit's chooser. */
+static void tp_table(struct sched_bpf *s, struct nt_tp_prog tps[NPROG])
+{
+	static const char *const names[NPROG] = {
+		"sched_switch", "sched_wakeup", "sched_wakeup_new",
+		"sched_migrate_task", "sched_process_exit", "task_rename",
+	};
+	struct bpf_program *btf[NPROG], *raw[NPROG];
+
+	progs_of(s, true, btf);
+	progs_of(s, false, raw);
+	for (int i = 0; i < NPROG; i++)
+		tps[i] = (struct nt_tp_prog){ .tp = names[i],
+					      .group = i == 5 ? "task" : "sched",
+					      .btf = btf[i], .raw = raw[i] };
+}
+
+/* Open and load the object: the flavour chosen for `mode` (tp_btf where a
+ * BTF tracing program loads, the libbpf-tools way), or raw_tp when
+ * raw_only. *flavour gets the one tried. */
+static int load(struct sched_state *st, const struct btf *vmlinux, int mode,
+		bool raw_only, int *flavour)
 {
 	const struct sched_cfg *c = st->cfg;
-	struct bpf_program *use[NPROG], *skip[NPROG];
+	struct nt_tp_prog tps[NPROG];
 	struct sched_bpf *s;
 	int err;
 
 	s = sched_bpf__open();
 	if (!s)
 		return -errno ? -errno : -ENOMEM;
-	progs_of(s, btf, use);
-	progs_of(s, !btf, skip);
-	for (int i = 0; i < NPROG; i++) {
-		bpf_program__set_autoload(use[i], true);
-		bpf_program__set_autoload(skip[i], false);
+	tp_table(s, tps);
+	*flavour = raw_only ? NT_TP_RAW : nt_tp_flavour(vmlinux, mode, tps, NPROG);
+	err = *flavour < 0 ? *flavour
+			   : nt_tp_apply(st->host, st->inst, vmlinux, *flavour, tps, NPROG);
+	if (err) {
+		sched_bpf__destroy(s);
+		return err;
 	}
 	s->rodata->switch_type = (__u32)st->t_switch;
 	s->rodata->switch_events = c->switch_events;
@@ -1011,8 +974,30 @@ static int load(struct sched_state *st, bool btf)
 	static const struct sched_hist empty;
 	bpf_map_update_elem(bpf_map__fd(s->maps.hists), &other, &empty, BPF_NOEXIST);
 	st->skel = s;
-	st->btf = btf;
+	st->btf = *flavour == NT_TP_BTF;
 	return 0;
+}
+
+/* Load with the configured flavour; in auto mode a tp_btf object that
+ * fails to load is reopened as raw_tp. The BTF is libbpf's parse, which
+ * the daemon shares between loads and frees once all are loaded
+ * (core/btfshare.c); host->vmlinux_btf would pin it (13 MB) for the run. */
+static int load_any(struct sched_state *st)
+{
+	int mode = nt_tp_mode_parse(st->cfg->attach), flavour = NT_TP_RAW, err;
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+
+	err = load(st, vmlinux, mode, false, &flavour);
+	if (err && flavour == NT_TP_BTF && mode == NT_TP_AUTO) {
+		nt_log_warn(st, "tp_btf programs failed to load (%s); using raw_tp",
+			    strerror(-err));
+		err = load(st, vmlinux, mode, true, &flavour);
+	}
+	btf__free(vmlinux);
+	if (err)
+		nt_log_err(st, "cannot load BPF (%s): %s",
+			   nt_tp_flavour_name(flavour), strerror(-err));
+	return err;
 }
 
 /* ---- ops ----------------------------------------------------------- */
@@ -1049,7 +1034,7 @@ static int sched_init(struct nt_instance *inst, const struct nt_host *host,
 	st->t_switch = host->register_schema(inst, &switch_schema);
 	st->t_report = host->register_schema(inst, &report_schema);
 	if (st->t_thread <= 0 || st->t_switch <= 0 || st->t_report <= 0) {
-		host->log(inst, NT_LOG_ERROR, "cannot register event schemas");
+		nt_kit_log(host, inst, NT_LOG_ERROR, "cannot register event schemas");
 		sched_map_fini(&st->threads, NULL);
 		sched_map_fini(&st->procs, NULL);
 		free(st->keys);
@@ -1067,7 +1052,7 @@ static int sched_init(struct nt_instance *inst, const struct nt_host *host,
 			st->mdesc[i].buckets = st->bounds;
 		st->m[i] = host->metric_register(inst, &st->mdesc[i]);
 		if (!st->m[i]) {
-			host->log(inst, NT_LOG_ERROR, "cannot register %s",
+			nt_kit_log(host, inst, NT_LOG_ERROR, "cannot register %s",
 				  st->mdesc[i].name);
 			sched_map_fini(&st->threads, NULL);
 			sched_map_fini(&st->procs, NULL);
@@ -1098,33 +1083,17 @@ static int sched_attach(void *state)
 	const struct sched_cfg *c = st->cfg;
 	const struct nt_host *h = st->host;
 	struct bpf_program *use[NPROG];
-	bool want_btf;
 	int err;
 
-	if (!strcmp(c->attach, "tp_btf"))
-		want_btf = true;
-	else if (!strcmp(c->attach, "raw_tp"))
-		want_btf = false;
-	else
-		want_btf = tp_btf_works();
-	err = load(st, want_btf);
-	if (err && want_btf && !strcmp(c->attach, "auto")) {
-		h->log(st->inst, NT_LOG_WARN,
-		       "tp_btf programs failed to load (%s); using raw_tp",
-		       strerror(-err));
-		err = load(st, false);
-	}
-	if (err) {
-		h->log(st->inst, NT_LOG_ERROR, "cannot load BPF (%s): %s",
-		       want_btf ? "tp_btf" : "raw_tp", strerror(-err));
+	err = load_any(st);
+	if (err)
 		return err;
-	}
 	progs_of(st->skel, st->btf, use);
 	for (int i = 0; i < NPROG; i++) {
 		st->links[i] = bpf_program__attach(use[i]);
 		if (!st->links[i]) {
 			err = -errno ? -errno : -EINVAL;
-			h->log(st->inst, NT_LOG_ERROR, "cannot attach %s: %s",
+			nt_log_err(st, "cannot attach %s: %s",
 			       bpf_program__name(use[i]), strerror(-err));
 			goto fail;
 		}
@@ -1138,13 +1107,13 @@ static int sched_attach(void *state)
 		err = h->add_timer(st->inst, (uint64_t)c->report_interval_s * 1000,
 				   TOK_REPORT);
 	if (err) {
-		h->log(st->inst, NT_LOG_ERROR, "cannot add timers: %s",
+		nt_log_err(st, "cannot add timers: %s",
 		       strerror(-err));
 		goto fail;
 	}
-	st->start_ns = mono_ns();
+	st->start_ns = nt_clock_mono_ns();
 	seed_targets(st, st->start_ns);
-	h->log(st->inst, NT_LOG_INFO, "attached (%s) to sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task, sched_process_exit, task_rename",
+	nt_log_info(st, "attached (%s) to sched_switch, sched_wakeup, sched_wakeup_new, sched_migrate_task, sched_process_exit, task_rename",
 	       st->btf ? "tp_btf" : "raw_tp");
 	return 0;
 fail:
