@@ -158,43 +158,37 @@ void sched_retire(struct sched_state *st, uint64_t now)
 	st->host->metric_set(st->m[M_THREADS], no_labels, live);
 }
 
+/* A process gone long enough: its series and its run-queue histogram. */
+static void proc_forget(struct sched_state *st, struct proc *p)
+{
+	const char *lv[2] = { p->pid_s, "voluntary" };
+	const char *li[2] = { p->pid_s, "involuntary" };
+	const char *lp[1] = { p->pid_s };
+	__u32 key = p->pid;
+
+	if (p->has_series) {
+		st->host->metric_remove(st->m[M_CSW], lv);
+		st->host->metric_remove(st->m[M_CSW], li);
+		st->host->metric_remove(st->m[M_MIGR], lp);
+	}
+	if (p->has_hist)
+		st->host->metric_remove(st->m[M_HIST], lp);
+	if (key)
+		bpf_map_delete_elem(bpf_map__fd(st->skel->maps.hists), &key);
+	free(p);
+}
+
 void sched_retire_procs(struct sched_state *st, uint64_t now)
 {
-	struct sched_map *m = &st->procs;
-	uint32_t *dead = NULL;
-	size_t nd = 0;
+	struct nt_hmap_iter it;
 
-	for (size_t i = 0; i < m->nb; i++)
-		for (struct sched_map_ent *e = m->b[i]; e; e = e->next) {
-			struct proc *p = e->val;
+	nt_hmap_iter_init(&it, &st->procs.map);
+	while (nt_hmap_iter_next(&it)) {
+		struct proc *p = *(struct proc **)it.val;
 
-			if (p->dead && now >= p->dead_ns + keep_ns(st)) {
-				uint32_t *nd_ = realloc(dead, (nd + 1) * sizeof(*dead));
-
-				if (!nd_)
-					break;
-				dead = nd_;
-				dead[nd++] = p->pid;
-			}
+		if (p->dead && now >= p->dead_ns + keep_ns(st)) {
+			nt_hmap_iter_del(&it);
+			proc_forget(st, p);
 		}
-	for (size_t i = 0; i < nd; i++) {
-		struct proc *p = sched_map_del(m, dead[i]);
-		const char *lv[2] = { p->pid_s, "voluntary" };
-		const char *li[2] = { p->pid_s, "involuntary" };
-		const char *lp[1] = { p->pid_s };
-		__u32 key = p->pid;
-
-		if (p->has_series) {
-			st->host->metric_remove(st->m[M_CSW], lv);
-			st->host->metric_remove(st->m[M_CSW], li);
-			st->host->metric_remove(st->m[M_MIGR], lp);
-		}
-		if (p->has_hist)
-			st->host->metric_remove(st->m[M_HIST], lp);
-		if (key)
-			bpf_map_delete_elem(bpf_map__fd(st->skel->maps.hists),
-					    &key);
-		free(p);
 	}
-	free(dead);
 }

@@ -39,8 +39,8 @@ size_t sched_thr_list(struct sched_state *st)
 {
 	struct collect c = { st, 0 };
 
-	if (st->threads.n > st->scratch_cap) {
-		size_t cap = st->threads.n * 2;
+	if (nt_hmap_count(&st->threads.map) > st->scratch_cap) {
+		size_t cap = nt_hmap_count(&st->threads.map) * 2;
 		struct thr **s = realloc(st->scratch, cap * sizeof(*s));
 
 		if (!s)
