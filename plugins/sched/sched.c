@@ -105,8 +105,6 @@ static int sched_init(struct nt_instance *inst, const struct nt_host *host,
 	return err;
 }
 
-void sched_detach(void *state);
-
 static int sched_poll(void *state, uint32_t token, uint32_t budget)
 {
 	struct sched_state *st = state;
@@ -133,20 +131,6 @@ static void sched_flush(void *state)
 		return;
 	sched_snapshot(st, true);
 	sched_publish_report(st);
-}
-
-void sched_detach(void *state)
-{
-	struct sched_state *st = state;
-
-	ring_buffer__free(st->rb);
-	st->rb = NULL;
-	for (int i = 0; i < NPROG; i++) {
-		bpf_link__destroy(st->links[i]);
-		st->links[i] = NULL;
-	}
-	sched_bpf__destroy(st->skel);
-	st->skel = NULL;
 }
 
 /* Stop producing (ABI 1.6): the links go, all at once (kit/links.h); the

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sched probe: attach: the tracepoint flavour (the kit's chooser), the
- * object loaded and attached, the ring and timers, and the threads the
- * targets already have.
+ * sched probe: attach and detach: the tracepoint flavour (the kit's
+ * chooser), the object loaded and attached, the ring and timers, the
+ * threads the targets already have; and all of it let go.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -223,4 +223,19 @@ int sched_attach(void *state)
 fail:
 	sched_detach(st);
 	return err;
+}
+
+/* The ring, the links, then the object (sched_fini and a failed attach). */
+void sched_detach(void *state)
+{
+	struct sched_state *st = state;
+
+	ring_buffer__free(st->rb);
+	st->rb = NULL;
+	for (int i = 0; i < NPROG; i++) {
+		bpf_link__destroy(st->links[i]);
+		st->links[i] = NULL;
+	}
+	sched_bpf__destroy(st->skel);
+	st->skel = NULL;
 }

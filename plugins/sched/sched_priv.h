@@ -158,7 +158,7 @@ struct bpf_program *const *sched_progs_of(struct sched_bpf *s, bool btf,
 					   struct bpf_program *out[NPROG]);
 int sched_attach(void *state);
 
-/* sched.c */
+/* sched_attach.c */
 void sched_detach(void *state);
 
 /* sched_schema.c: registers the schemas and metrics; 0 or -errno. */
