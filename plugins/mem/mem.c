@@ -122,9 +122,9 @@ static int mem_init(struct nt_instance *inst, const struct nt_host *host,
 		return host->config_error(inst, "library", "cannot read '%s': %s",
 					  c->library, strerror(errno));
 	if (c->sample_every > 1 && c->sample_min_bytes == 0)
-		host->log(inst, NT_LOG_WARN,
-			  "sample_every = %" PRId64 " has no effect while sample_min_bytes = 0",
-			  c->sample_every);
+		nt_kit_log(host, inst, NT_LOG_WARN,
+			   "sample_every = %" PRId64 " has no effect while sample_min_bytes = 0",
+			   c->sample_every);
 
 	st = calloc(1, sizeof(*st));
 	if (!st)

@@ -10,59 +10,13 @@
 #include <linux/types.h>
 
 #include <check.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mem_priv.h"
 
-/* What the fake host saw. */
-static struct {
-	unsigned char last[256];
-	size_t last_size;
-	int published, drops, oom_adds, warns;
-	char drop_stage[16], oom_pid[16], warn[256];
-} seen;
-
-static int fake_publish(struct nt_instance *inst, const struct nt_event_hdr *ev)
-{
-	(void)inst;
-	seen.published++;
-	seen.last_size = ev->size < sizeof(seen.last) ? ev->size : sizeof(seen.last);
-	memcpy(seen.last, ev, seen.last_size);
-	return 0;
-}
-
-static void fake_count_drop(struct nt_instance *inst, const char *stage, uint64_t n)
-{
-	(void)inst;
-	seen.drops += (int)n;
-	snprintf(seen.drop_stage, sizeof(seen.drop_stage), "%s", stage);
-}
-
-static void fake_metric_add(struct nt_metric *m, const char *const *lv, double d)
-{
-	(void)m;
-	seen.oom_adds += (int)d;
-	snprintf(seen.oom_pid, sizeof(seen.oom_pid), "%s", lv[0]);
-}
-
-static void fake_vlog(struct nt_instance *inst, int level, const char *fmt, va_list ap)
-{
-	(void)inst;
-	if (level == NT_LOG_WARN) {
-		seen.warns++;
-		vsnprintf(seen.warn, sizeof(seen.warn), fmt, ap);
-	}
-}
-
-static const struct nt_host fake_host = {
-	.abi_major = NT_ABI_MAJOR, .abi_minor = NT_ABI_MINOR,
-	.size = sizeof(struct nt_host),
-	.publish = fake_publish, .count_drop = fake_count_drop,
-	.metric_add = fake_metric_add, .vlog = fake_vlog,
-};
+#include "fake_ring_host.h"
 
 enum { T_RSS = 3, T_OOM = 7 };
 
@@ -71,14 +25,15 @@ static struct mem_state st;
 
 static void setup(void)
 {
-	memset(&seen, 0, sizeof(seen));
+	seen.n_labels[M_OOM] = 1; /* pid */
+	fake_reset();
 	memset(&st, 0, sizeof(st));
 	memset(&cfg, 0, sizeof(cfg));
 	st.host = &fake_host;
 	st.cfg = &cfg;
 	st.t_rss = T_RSS;
 	st.t_oom = T_OOM;
-	st.m[M_OOM] = (struct nt_metric *)&st; /* any non-NULL handle */
+	st.m[M_OOM] = FAKE_METRIC(M_OOM);
 	mem_symcache_init(&st.syms);
 	mem_groups_init(&st.groups);
 }
@@ -137,7 +92,7 @@ START_TEST(test_published_whole)
 	ck_assert_uint_eq(seen.last_size, n);
 	ck_assert_mem_eq(seen.last, rec, n);
 	ck_assert_int_eq(seen.drops, 0);
-	ck_assert_int_eq(seen.oom_adds, 0);
+	ck_assert_int_eq(seen.n_adds, 0);
 }
 END_TEST
 
@@ -148,8 +103,8 @@ START_TEST(test_oom_counts_and_logs)
 
 	mem_on_record(&st, rec, n);
 	ck_assert_int_eq(seen.published, 1);
-	ck_assert_int_eq(seen.oom_adds, 1);
-	ck_assert_str_eq(seen.oom_pid, "31337");
+	ck_assert_int_eq(seen.n_adds, 1);
+	ck_assert(fake_added(M_OOM, 0, "31337") == 1);
 	ck_assert_int_eq(seen.warns, 1);
 	ck_assert_str_eq(seen.warn, "OOM killer chose pid 31337 (hog)");
 }

@@ -10,79 +10,13 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched_priv.h"
 
-#define MAX_ADDS 64
-
-/* What the fake host saw. */
-static struct {
-	unsigned char last[sizeof(struct sched_thread_ev) + 64];
-	size_t last_size;
-	int published, drops;
-	char drop_stage[16];
-	struct { int m; char l0[16], l1[16], l2[20]; double v; } adds[MAX_ADDS];
-	int n_adds;
-} seen;
-
-static char metric_handles[M_N];
-
-static int fake_publish(struct nt_instance *inst, const struct nt_event_hdr *ev)
-{
-	(void)inst;
-	seen.published++;
-	seen.last_size = ev->size < sizeof(seen.last) ? ev->size : sizeof(seen.last);
-	memcpy(seen.last, ev, seen.last_size);
-	return 0;
-}
-
-static void fake_count_drop(struct nt_instance *inst, const char *stage, uint64_t n)
-{
-	(void)inst;
-	seen.drops += (int)n;
-	snprintf(seen.drop_stage, sizeof(seen.drop_stage), "%s", stage);
-}
-
-static void fake_metric_add(struct nt_metric *m, const char *const *lv, double d)
-{
-	int i = (int)((char *)m - metric_handles);
-
-	if (seen.n_adds == MAX_ADDS)
-		return;
-	seen.adds[seen.n_adds].m = i;
-	snprintf(seen.adds[seen.n_adds].l0, sizeof(seen.adds[0].l0), "%s", lv[0]);
-	snprintf(seen.adds[seen.n_adds].l1, sizeof(seen.adds[0].l1), "%s",
-		 i == M_MIGR ? "" : lv[1]);
-	snprintf(seen.adds[seen.n_adds].l2, sizeof(seen.adds[0].l2), "%s",
-		 i <= M_RUNQ ? lv[2] : "");
-	seen.adds[seen.n_adds++].v = d;
-}
-
-static void fake_metric_remove(struct nt_metric *m, const char *const *lv)
-{
-	(void)m;
-	(void)lv;
-}
-
-static void fake_vlog(struct nt_instance *inst, int level, const char *fmt, va_list ap)
-{
-	(void)inst;
-	(void)level;
-	(void)fmt;
-	(void)ap;
-}
-
-static const struct nt_host fake_host = {
-	.abi_major = NT_ABI_MAJOR, .abi_minor = NT_ABI_MINOR,
-	.size = sizeof(struct nt_host),
-	.publish = fake_publish, .count_drop = fake_count_drop,
-	.metric_add = fake_metric_add, .metric_remove = fake_metric_remove,
-	.vlog = fake_vlog,
-};
+#include "fake_ring_host.h"
 
 enum { T_THREAD = 5, T_SWITCH = 6 };
 
@@ -91,7 +25,10 @@ static struct sched_state st;
 
 static void setup(void)
 {
-	memset(&seen, 0, sizeof(seen));
+	seen.n_labels[M_ON] = seen.n_labels[M_OFF] = seen.n_labels[M_RUNQ] = 3;
+	seen.n_labels[M_CSW] = 2;
+	seen.n_labels[M_MIGR] = 1;
+	fake_reset();
 	memset(&st, 0, sizeof(st));
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.thread_events = true;
@@ -101,7 +38,7 @@ static void setup(void)
 	st.t_thread = T_THREAD;
 	st.t_switch = T_SWITCH;
 	for (int i = 0; i < M_N; i++)
-		st.m[i] = (struct nt_metric *)&metric_handles[i];
+		st.m[i] = FAKE_METRIC(i);
 	ck_assert_int_eq(sched_map_init(&st.threads, 16), 0);
 	ck_assert_int_eq(sched_map_init(&st.procs, 16), 0);
 	st.ring_budget = 1u << 30;
@@ -143,16 +80,6 @@ static struct sched_exit_rec exit_rec(bool group_dead)
 	return r;
 }
 
-static double added(int m, const char *l1)
-{
-	double sum = 0;
-
-	for (int i = 0; i < seen.n_adds; i++)
-		if (seen.adds[i].m == m && (!l1 || strcmp(seen.adds[i].l1, l1) == 0))
-			sum += seen.adds[i].v;
-	return sum;
-}
-
 START_TEST(test_exit_final_event)
 {
 	struct sched_exit_rec r = exit_rec(false);
@@ -177,14 +104,14 @@ START_TEST(test_exit_final_event)
 	ck_assert_uint_eq(ev->interval_ns, 6000000000ull);
 	ck_assert_uint_eq(ev->exited, 1);
 	/* Metric totals, labelled pid, tid, comm. */
-	ck_assert(added(M_ON, "1001") == 1.5);
-	ck_assert(added(M_OFF, "1001") == 4.5);
-	ck_assert(added(M_RUNQ, "1001") == 0.002);
-	ck_assert(added(M_CSW, "voluntary") == 7);
-	ck_assert(added(M_CSW, "involuntary") == 3);
-	ck_assert(added(M_MIGR, NULL) == 2);
-	ck_assert_str_eq(seen.adds[0].l0, "1000");
-	ck_assert_str_eq(seen.adds[0].l2, "dataloader");
+	ck_assert(fake_added(M_ON, 1, "1001") == 1.5);
+	ck_assert(fake_added(M_OFF, 1, "1001") == 4.5);
+	ck_assert(fake_added(M_RUNQ, 1, "1001") == 0.002);
+	ck_assert(fake_added(M_CSW, 1, "voluntary") == 7);
+	ck_assert(fake_added(M_CSW, 1, "involuntary") == 3);
+	ck_assert(fake_added(M_MIGR, 0, "1000") == 2);
+	ck_assert_str_eq(seen.adds[0].label[0], "1000");
+	ck_assert_str_eq(seen.adds[0].label[2], "dataloader");
 	ck_assert_uint_eq(st.threads_seen, 1);
 }
 END_TEST
@@ -225,7 +152,7 @@ START_TEST(test_no_thread_events)
 	cfg.thread_events = false;
 	sched_on_ring(&st, &r, sizeof(r));
 	ck_assert_int_eq(seen.published, 0);
-	ck_assert(added(M_ON, "1001") == 1.5); /* the metrics still count */
+	ck_assert(fake_added(M_ON, 1, "1001") == 1.5); /* the metrics still count */
 }
 END_TEST
 
