@@ -13,10 +13,9 @@
  * in the sink's own thread, which batches by size (batch_size) and time
  * (batch_timeout_ms), retries retryable status codes with exponential
  * backoff, gives up on permanent ones with one log line, and exports the
- * registry every metrics_interval_ms. The host's log function belongs to the
- * loop thread, so the sink thread hands its log lines to the loop through an
- * eventfd and a small ring (at most GS_LOGQ lines in flight; excess lines
- * are counted and reported).
+ * registry every metrics_interval_ms. The sink thread logs through the
+ * kit's log macros, which use the host's thread-safe vlog (ABI 1.2; init
+ * refuses an older host).
  *
  * Shutdown. flush() (loop thread) asks the sink thread to send everything
  * and the final metrics, and waits at most shutdown_grace_ms; what is still
@@ -34,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +45,7 @@
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
+#include <ntcore/kit.h>
 #include <ntcore/plugin.h>
 
 #include "grpc_sink.h"
@@ -61,10 +60,8 @@
 #define METRICS_METHOD "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
 #define SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt"
 
-enum { TOKEN_LOG = 1, TOKEN_TIMER = 2 };
-#define GS_LOGQ 32
+enum { TOKEN_TIMER = 2 };
 #define HURRY_CHECK_NS 100000000ull /* how often flush asks host->stop_now */
-#define GS_MAXCHAT 480
 
 /* ------------------------------------------------------------------ */
 /* Config                                                              */
@@ -95,54 +92,50 @@ struct grpc_cfg {
 
 static const char *const compression_choices[] = { "none", "gzip", "deflate", NULL };
 
-#define K(name_, t_, def_, lo_, hi_, desc_)                                     \
-	{ .key = #name_, .type = (t_), .offset = offsetof(struct grpc_cfg, name_), \
-	  .def = (def_), .min = (lo_), .max = (hi_), .desc = (desc_) }
-
+#define C struct grpc_cfg
 static const struct nt_cfg_key grpc_config[] = {
-	K(endpoint, NT_CFG_STRING, "\"127.0.0.1:4317\"", 1, 0,
-	  "collector address: host:port, [v6]:port, http://host:port, https://host:port (TLS) or unix:/path"),
-	K(tls, NT_CFG_BOOL, "false", 1, 0,
-	  "use TLS (implied by https://); server verified against ca_file or the system roots"),
-	K(ca_file, NT_CFG_STRING, "\"\"", 1, 0,
-	  "PEM file of CA certificates to verify the collector with (default: system roots)"),
-	{ .key = "compression", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct grpc_cfg, compression), .def = "\"none\"",
-	  .min = 1, .max = 0, .desc = "request compression: none, gzip or deflate",
-	  .choices = compression_choices },
-	K(timeout_ms, NT_CFG_INT, "10000", 100, 600000,
-	  "deadline of one export call, in milliseconds"),
-	K(batch_size, NT_CFG_INT, "512", 1, 100000,
-	  "most log records per export call"),
-	K(batch_timeout_ms, NT_CFG_INT, "1000", 1, 600000,
-	  "send a partial batch once its oldest record waited this long (ms)"),
-	K(queue_size, NT_CFG_INT, "16384", 1, 10000000,
-	  "most records held while waiting to be sent; newer ones are dropped (queue_full)"),
-	K(queue_bytes, NT_CFG_INT, "16777216", 65536, 4294967296.0,
-	  "memory bound of the queue in bytes, allocated lazily, never exceeded"),
-	K(max_request_bytes, NT_CFG_INT, "3670016", 4096, 67108864,
-	  "estimated size cap of one export request (collectors accept 4 MiB by default)"),
-	K(retry_initial_ms, NT_CFG_INT, "250", 1, 600000,
-	  "first retry delay after a retryable failure (ms), doubled each retry"),
-	K(retry_max_ms, NT_CFG_INT, "5000", 1, 3600000,
-	  "longest retry delay (ms)"),
-	K(retry_max_elapsed_s, NT_CFG_INT, "300", 0, 86400,
-	  "drop a batch (retry_exhausted) after retrying it this long; 0: retry until shutdown"),
-	K(shutdown_grace_ms, NT_CFG_INT, "5000", 0, 600000,
-	  "on shutdown, time allowed to send what is queued before it is dropped (ms)"),
-	K(metrics, NT_CFG_BOOL, "true", 1, 0,
-	  "also export the metrics registry (OTLP metrics)"),
-	K(metrics_interval_ms, NT_CFG_INT, "10000", 100, 3600000,
-	  "metrics export period (ms); a final export is made on shutdown"),
-	K(service_name, NT_CFG_STRING, "\"ntcore\"", 1, 0,
-	  "resource attribute service.name"),
-	K(instance_id, NT_CFG_STRING, "\"\"", 1, 0,
-	  "resource attribute service.instance.id (default: <hostname>:<pid>)"),
-	K(resource_attributes, NT_CFG_STRING_LIST, "[]", 1, 0,
-	  "extra resource attributes, each \"key=value\""),
-	K(identity, NT_CFG_BOOL, "false", 1, 0,
-	  "log records carry their process's container.id, k8s.pod.uid, k8s.pod.name, k8s.namespace.name ... (docs/kubernetes.md)"),
+	NT_KEY_STR(C, endpoint, "127.0.0.1:4317",
+		   "collector address: host:port, [v6]:port, http://host:port, https://host:port (TLS) or unix:/path"),
+	NT_KEY_BOOL(C, tls, false,
+		    "use TLS (implied by https://); server verified against ca_file or the system roots"),
+	NT_KEY_STR(C, ca_file, "",
+		   "PEM file of CA certificates to verify the collector with (default: system roots)"),
+	NT_KEY_CHOICE(C, compression, "none", compression_choices,
+		      "request compression: none, gzip or deflate"),
+	NT_KEY_INT(C, timeout_ms, 10000, 100, 600000,
+		   "deadline of one export call, in milliseconds"),
+	NT_KEY_INT(C, batch_size, 512, 1, 100000,
+		   "most log records per export call"),
+	NT_KEY_INT(C, batch_timeout_ms, 1000, 1, 600000,
+		   "send a partial batch once its oldest record waited this long (ms)"),
+	NT_KEY_INT(C, queue_size, 16384, 1, 10000000,
+		   "most records held while waiting to be sent; newer ones are dropped (queue_full)"),
+	NT_KEY_INT(C, queue_bytes, 16777216, 65536, 4294967296,
+		   "memory bound of the queue in bytes, allocated lazily, never exceeded"),
+	NT_KEY_INT(C, max_request_bytes, 3670016, 4096, 67108864,
+		   "estimated size cap of one export request (collectors accept 4 MiB by default)"),
+	NT_KEY_INT(C, retry_initial_ms, 250, 1, 600000,
+		   "first retry delay after a retryable failure (ms), doubled each retry"),
+	NT_KEY_INT(C, retry_max_ms, 5000, 1, 3600000,
+		   "longest retry delay (ms)"),
+	NT_KEY_INT(C, retry_max_elapsed_s, 300, 0, 86400,
+		   "drop a batch (retry_exhausted) after retrying it this long; 0: retry until shutdown"),
+	NT_KEY_INT(C, shutdown_grace_ms, 5000, 0, 600000,
+		   "on shutdown, time allowed to send what is queued before it is dropped (ms)"),
+	NT_KEY_BOOL(C, metrics, true,
+		    "also export the metrics registry (OTLP metrics)"),
+	NT_KEY_INT(C, metrics_interval_ms, 10000, 100, 3600000,
+		   "metrics export period (ms); a final export is made on shutdown"),
+	NT_KEY_STR(C, service_name, "ntcore",
+		   "resource attribute service.name"),
+	NT_KEY_STR(C, instance_id, "",
+		   "resource attribute service.instance.id (default: <hostname>:<pid>)"),
+	NT_KEY_STRLIST(C, resource_attributes, "[]",
+		       "extra resource attributes, each \"key=value\""),
+	NT_KEY_BOOL(C, identity, false,
+		    "log records carry their process's container.id, k8s.pod.uid, k8s.pod.name, k8s.namespace.name ... (docs/kubernetes.md)"),
 };
+#undef C
 
 /* host->identity for the encoder (issue 21; safe on the sender thread). */
 static int gs_ident(void *ctx, uint32_t pid, struct nt_identity *out);
@@ -221,11 +214,6 @@ static const struct nt_metric_desc md_points = {
 /* State                                                               */
 /* ------------------------------------------------------------------ */
 
-struct gs_logmsg {
-	int level;
-	char text[GS_MAXCHAT];
-};
-
 struct gs {
 	struct nt_instance *inst;
 	const struct nt_host *host;
@@ -245,7 +233,6 @@ struct gs {
 	/* loop thread only */
 	uint64_t pending_drops[GS_DROP__N];
 	bool consumed_since_flush;
-	int efd;
 	bool attached;
 
 	/* shared, under lock */
@@ -261,12 +248,6 @@ struct gs {
 	grpc_call *inflight;
 	bool thread_running;
 
-	/* log relay, under log_lock */
-	pthread_mutex_t log_lock;
-	struct gs_logmsg logq[GS_LOGQ];
-	uint32_t log_head, log_count;
-	uint64_t log_lost;
-
 	/* sink thread only */
 	pthread_t thread;
 	grpc_channel *ch;
@@ -280,22 +261,6 @@ struct gs {
 	uint64_t next_metrics;
 	uint32_t rng;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct timespec abs_realtime_after_mono(uint64_t mono_deadline)
 {
@@ -313,65 +278,6 @@ static void cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m,
 	struct timespec ts = abs_realtime_after_mono(mono_deadline);
 
 	pthread_cond_timedwait(c, m, &ts);
-}
-
-/* ------------------------------------------------------------------ */
-/* Log relay (sink thread -> loop thread)                              */
-/* ------------------------------------------------------------------ */
-
-static void tlog(struct gs *s, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void tlog(struct gs *s, int level, const char *fmt, ...)
-{
-	va_list ap;
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&s->log_lock);
-	if (s->log_count == GS_LOGQ) {
-		s->log_lost++;
-	} else {
-		struct gs_logmsg *m = &s->logq[(s->log_head + s->log_count) % GS_LOGQ];
-
-		m->level = level;
-		va_start(ap, fmt);
-		vsnprintf(m->text, sizeof(m->text), fmt, ap);
-		va_end(ap);
-		s->log_count++;
-	}
-	pthread_mutex_unlock(&s->log_lock);
-	if (s->efd >= 0 && write(s->efd, &one, sizeof(one)) < 0) {
-		/* counter saturated or closed: the timer drains the ring */
-	}
-}
-
-/* Loop thread: print what the sink thread queued. */
-static void drain_logs(struct gs *s)
-{
-	uint64_t v;
-
-	if (s->efd >= 0 && read(s->efd, &v, sizeof(v)) < 0) {
-		/* EAGAIN: nothing signalled */
-	}
-	for (;;) {
-		struct gs_logmsg m;
-		uint64_t lost;
-
-		pthread_mutex_lock(&s->log_lock);
-		if (s->log_count == 0) {
-			lost = s->log_lost;
-			s->log_lost = 0;
-			pthread_mutex_unlock(&s->log_lock);
-			if (lost)
-				s->host->log(s->inst, NT_LOG_WARN,
-					     "%" PRIu64 " log lines of the sink thread were suppressed", lost);
-			return;
-		}
-		m = s->logq[s->log_head];
-		s->log_head = (s->log_head + 1) % GS_LOGQ;
-		s->log_count--;
-		pthread_mutex_unlock(&s->log_lock);
-		s->host->log(s->inst, m.level, "%s", m.text);
-	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -462,7 +368,7 @@ static void rpc_unary(struct gs *s, const char *method, grpc_slice payload,
 	grpc_op ops[6];
 	grpc_call *call;
 	grpc_event ev;
-	uint64_t now = mono_ns();
+	uint64_t now = nt_clock_mono_ns();
 	gpr_timespec deadline;
 	int64_t left_ms;
 
@@ -624,7 +530,7 @@ static void close_channel(struct gs *s)
 
 static uint64_t call_deadline(struct gs *s)
 {
-	uint64_t d = mono_ns() + (uint64_t)s->cfg->timeout_ms * 1000000ull;
+	uint64_t d = nt_clock_mono_ns() + (uint64_t)s->cfg->timeout_ms * 1000000ull;
 	uint64_t fd;
 
 	pthread_mutex_lock(&s->lock);
@@ -650,16 +556,15 @@ static void note_failure(struct gs *s, const char *what, const struct rpc_result
 {
 	if (!s->outage) {
 		s->outage = true;
-		s->outage_since = mono_ns();
+		s->outage_since = nt_clock_mono_ns();
 		s->outage_resent = 0;
-		tlog(s, NT_LOG_WARN,
-		     "cannot export %s to collector at %s: %s: %s; retrying with backoff "
+		nt_log_warn(s, "cannot export %s to collector at %s: %s: %s; retrying with backoff "
 		     "(%" PRId64 "..%" PRId64 " ms); while it is unreachable, events beyond "
 		     "queue_size=%" PRId64 " are dropped (reason queue_full)",
 		     what, s->target, gs_code_name(r->code), r->msg[0] ? r->msg : "(no details)",
 		     s->cfg->retry_initial_ms, s->cfg->retry_max_ms, s->cfg->queue_size);
 	} else {
-		tlog(s, NT_LOG_DEBUG, "export of %s to %s failed again: %s: %s", what,
+		nt_log_dbg(s, "export of %s to %s failed again: %s: %s", what,
 		     s->target, gs_code_name(r->code), r->msg);
 	}
 }
@@ -667,10 +572,9 @@ static void note_failure(struct gs *s, const char *what, const struct rpc_result
 static void note_success(struct gs *s)
 {
 	if (s->outage) {
-		tlog(s, NT_LOG_INFO,
-		     "collector at %s reachable again after %.1f s; %" PRIu64
+		nt_log_info(s, "collector at %s reachable again after %.1f s; %" PRIu64
 		     " event sends were retried",
-		     s->target, (double)(mono_ns() - s->outage_since) / 1e9,
+		     s->target, (double)(nt_clock_mono_ns() - s->outage_since) / 1e9,
 		     s->outage_resent);
 		s->outage = false;
 	}
@@ -707,20 +611,20 @@ static void release(struct gs *s, uint32_t n)
 /* Wait `ms` unless a flush gives up or the sink stops. */
 static void backoff_wait(struct gs *s, uint64_t ms)
 {
-	uint64_t until = mono_ns() + ms * 1000000ull;
+	uint64_t until = nt_clock_mono_ns() + ms * 1000000ull;
 	uint64_t flush_req;
 
 	pthread_mutex_lock(&s->lock);
 	flush_req = s->flush_req;
 	/* a flush that arrives meanwhile cuts the wait short: retry now */
 	while (!s->stop && s->abandon_req == s->abandon_done && s->flush_req == flush_req &&
-	       mono_ns() < until) {
+	       nt_clock_mono_ns() < until) {
 		uint64_t t = until;
 
 		if (s->flush_deadline && s->flush_deadline < t)
 			t = s->flush_deadline;
 		cond_wait_until(&s->wake, &s->lock, t);
-		if (s->flush_deadline && mono_ns() >= s->flush_deadline)
+		if (s->flush_deadline && nt_clock_mono_ns() >= s->flush_deadline)
 			break;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -738,7 +642,7 @@ static void free_slice_buf(void *p)
  */
 static void send_batch(struct gs *s, uint32_t n)
 {
-	uint64_t first_try = mono_ns();
+	uint64_t first_try = nt_clock_mono_ns();
 	uint32_t attempt = 0;
 	bool resend = false;
 	uint8_t *buf;
@@ -748,7 +652,7 @@ static void send_batch(struct gs *s, uint32_t n)
 encode:
 	buf = otlp_encode_logs(s->enc, s->batch, n, &len);
 	if (!buf) {
-		tlog(s, NT_LOG_ERROR, "out of memory encoding %u events; dropping them", n);
+		nt_log_err(s, "out of memory encoding %u events; dropping them", n);
 		count_dropped(s, GS_DROP_PERMANENT, n);
 		release(s, n);
 		return;
@@ -757,7 +661,7 @@ encode:
 
 	for (;;) {
 		struct rpc_result r;
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = nt_clock_mono_ns();
 
 		if (resend) {
 			s->host->metric_add(s->m_retried, s->iname, n);
@@ -769,7 +673,7 @@ encode:
 		 * soon as gRPC's reconnect, paced by retry_initial_ms ..
 		 * retry_max_ms, gets through. */
 		rpc_unary(s, LOGS_METHOD, payload, call_deadline(s), resend, &r);
-		count_export(s, "logs", r.code, mono_ns() - t0);
+		count_export(s, "logs", r.code, nt_clock_mono_ns() - t0);
 
 		if (r.code == GRPC_STATUS_OK) {
 			char why[256];
@@ -783,8 +687,7 @@ encode:
 			if (rej) {
 				count_dropped(s, GS_DROP_REJECTED, (uint64_t)rej);
 				if (!s->rejected_logged)
-					tlog(s, NT_LOG_WARN,
-					     "collector at %s rejected %" PRId64 " of %u events: %s "
+					nt_log_warn(s, "collector at %s rejected %" PRId64 " of %u events: %s "
 					     "(counted in ntcore_grpc_events_dropped_total{reason=\"rejected\"}; "
 					     "not logged again)",
 					     s->target, rej, n, why);
@@ -801,14 +704,13 @@ encode:
 		if (!gs_code_retryable(r.code)) {
 			count_dropped(s, GS_DROP_PERMANENT, n);
 			if (!s->permanent_logged)
-				tlog(s, NT_LOG_ERROR,
-				     "collector at %s refused the export with a permanent error: %s: %s; "
+				nt_log_err(s, "collector at %s refused the export with a permanent error: %s: %s; "
 				     "dropped %u events, and will drop every batch refused this way "
 				     "(counted in ntcore_grpc_events_dropped_total{reason=\"permanent_error\"}; "
 				     "not logged again)",
 				     s->target, gs_code_name(r.code), r.msg[0] ? r.msg : "(no details)", n);
 			else
-				tlog(s, NT_LOG_DEBUG, "permanent export error %s: %s; dropped %u events",
+				nt_log_dbg(s, "permanent export error %s: %s; dropped %u events",
 				     gs_code_name(r.code), r.msg, n);
 			s->permanent_logged = true;
 			release(s, n);
@@ -816,11 +718,10 @@ encode:
 		}
 		note_failure(s, "events", &r);
 		if (s->cfg->retry_max_elapsed_s > 0 &&
-		    mono_ns() - first_try > (uint64_t)s->cfg->retry_max_elapsed_s * 1000000000ull) {
+		    nt_clock_mono_ns() - first_try > (uint64_t)s->cfg->retry_max_elapsed_s * 1000000000ull) {
 			count_dropped(s, GS_DROP_RETRY_EXHAUSTED, n);
 			if (!s->exhausted_logged)
-				tlog(s, NT_LOG_WARN,
-				     "gave up on %u events after retrying for %" PRId64 " s "
+				nt_log_warn(s, "gave up on %u events after retrying for %" PRId64 " s "
 				     "(retry_max_elapsed_s; counted as reason=\"retry_exhausted\")",
 				     n, s->cfg->retry_max_elapsed_s);
 			s->exhausted_logged = true;
@@ -834,7 +735,7 @@ encode:
 			break;
 		pthread_mutex_lock(&s->lock);
 		bool stop = s->stop;
-		bool flush_over = s->flush_deadline && mono_ns() >= s->flush_deadline;
+		bool flush_over = s->flush_deadline && nt_clock_mono_ns() >= s->flush_deadline;
 		pthread_mutex_unlock(&s->lock);
 		if (stop || flush_over) {
 			/* flush() is about to abandon what is left; stop trying */
@@ -859,7 +760,7 @@ static void export_metrics(struct gs *s)
 	uint8_t *buf;
 	uint64_t t0;
 
-	otlp_metrics_begin(s->enc, real_ns());
+	otlp_metrics_begin(s->enc, nt_clock_wall_ns());
 	s->host->metrics_visit(s->inst, otlp_metrics_visit, s->enc);
 	buf = otlp_encode_metrics(s->enc, &len, &points);
 	if (!buf)
@@ -870,10 +771,10 @@ static void export_metrics(struct gs *s)
 	}
 	grpc_slice payload = grpc_slice_new(buf, len, free_slice_buf);
 
-	t0 = mono_ns();
+	t0 = nt_clock_mono_ns();
 	rpc_unary(s, METRICS_METHOD, payload, call_deadline(s), false, &r);
 	grpc_slice_unref(payload);
-	count_export(s, "metrics", r.code, mono_ns() - t0);
+	count_export(s, "metrics", r.code, nt_clock_mono_ns() - t0);
 	free(r.resp);
 	if (r.code == GRPC_STATUS_OK) {
 		s->host->metric_add(s->m_points, s->iname, points);
@@ -881,7 +782,7 @@ static void export_metrics(struct gs *s)
 	} else if (gs_code_retryable(r.code)) {
 		note_failure(s, "metrics", &r); /* cumulative: the next export catches up */
 	} else {
-		tlog(s, s->permanent_logged ? NT_LOG_DEBUG : NT_LOG_ERROR,
+		nt_kit_log(s->host, s->inst, s->permanent_logged ? NT_LOG_DEBUG : NT_LOG_ERROR,
 		     "collector at %s refused metrics: %s: %s", s->target,
 		     gs_code_name(r.code), r.msg);
 		s->permanent_logged = true;
@@ -901,13 +802,11 @@ static void abandon_locked(struct gs *s)
 	pthread_mutex_unlock(&s->lock);
 	if (n && hurried) {
 		count_dropped(s, GS_DROP_SHUTDOWN, n);
-		tlog(s, NT_LOG_WARN,
-		     "stopping at once (signal again): %u events not delivered to %s "
+		nt_log_warn(s, "stopping at once (signal again): %u events not delivered to %s "
 		     "(counted as reason=\"shutdown\")", n, s->target);
 	} else if (n) {
 		count_dropped(s, GS_DROP_SHUTDOWN, n);
-		tlog(s, NT_LOG_WARN,
-		     "shutdown grace (%" PRId64 " ms) over: %u events not delivered to %s "
+		nt_log_warn(s, "shutdown grace (%" PRId64 " ms) over: %u events not delivered to %s "
 		     "(counted as reason=\"shutdown\")",
 		     s->cfg->shutdown_grace_ms, n, s->target);
 	}
@@ -935,9 +834,9 @@ static void *sink_thread(void *arg)
 		gpr_set_log_function(grpc_quiet_log);
 	grpc_init();
 	if (open_channel(s) < 0)
-		tlog(s, NT_LOG_ERROR, "cannot create a gRPC channel to %s; events will be dropped",
+		nt_log_err(s, "cannot create a gRPC channel to %s; events will be dropped",
 		     s->target);
-	s->next_metrics = mono_ns() + metrics_ns;
+	s->next_metrics = nt_clock_mono_ns() + metrics_ns;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -950,7 +849,7 @@ static void *sink_thread(void *arg)
 			continue;
 		}
 		bool flushing = s->flush_req > s->flush_done;
-		uint64_t now = mono_ns();
+		uint64_t now = nt_clock_mono_ns();
 		const struct gq_entry *old = gq_oldest(&s->q);
 
 		if (!s->ch && s->q.count) {
@@ -1003,11 +902,11 @@ static void *sink_thread(void *arg)
 			s->host->metric_set(s->m_queue_bytes, s->iname, (double)qused);
 		} else if (do_metrics) {
 			export_metrics(s);
-			s->next_metrics = mono_ns() + metrics_ns;
+			s->next_metrics = nt_clock_mono_ns() + metrics_ns;
 		} else if (final_flush) {
 			if (s->cfg->metrics && s->ch)
 				export_metrics(s);
-			s->next_metrics = mono_ns() + metrics_ns;
+			s->next_metrics = nt_clock_mono_ns() + metrics_ns;
 			pthread_mutex_lock(&s->lock);
 			if (s->flush_done < flush_id)
 				s->flush_done = flush_id;
@@ -1031,31 +930,23 @@ static void *sink_thread(void *arg)
 /* Ops                                                                 */
 /* ------------------------------------------------------------------ */
 
+/* A PEM file of at most `max` bytes, NUL-terminated; NULL and *err set
+ * (a positive errno) when it cannot be read. */
 static char *read_file(const char *path, size_t max, int *err)
 {
-	FILE *f = fopen(path, "re");
-	char *buf;
-	size_t n;
+	char *buf = malloc(max + 1);
+	ssize_t n;
 
-	if (!f) {
-		*err = errno;
-		return NULL;
-	}
-	buf = malloc(max + 1);
 	if (!buf) {
-		fclose(f);
 		*err = ENOMEM;
 		return NULL;
 	}
-	n = fread(buf, 1, max, f);
-	if (ferror(f)) {
-		*err = errno ? errno : EIO;
-		fclose(f);
+	n = nt_file_read(path, buf, max + 1);
+	if (n < 0) {
+		*err = (int)-n;
 		free(buf);
 		return NULL;
 	}
-	fclose(f);
-	buf[n] = '\0';
 	return buf;
 }
 
@@ -1068,7 +959,6 @@ static void gs_free(struct gs *s)
 	free(s->batch);
 	free(s->pem_roots);
 	pthread_mutex_destroy(&s->lock);
-	pthread_mutex_destroy(&s->log_lock);
 	pthread_cond_destroy(&s->wake);
 	pthread_cond_destroy(&s->done);
 	free(s);
@@ -1083,6 +973,11 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	int scheme_tls, rc;
 	pthread_condattr_t ca;
 
+	if (!NT_HOST_HAS(host, vlog)) {
+		nt_kit_log(host, inst, NT_LOG_ERROR,
+			   "needs an ntcore of ABI 1.2 or later (its sink thread logs through vlog)");
+		return -ENOTSUP;
+	}
 	if (gs_parse_endpoint(cfg->endpoint, (char[512]){ 0 }, 512, &scheme_tls, err,
 			      sizeof(err)) < 0)
 		return host->config_error(inst, "endpoint", "\"%s\": %s", cfg->endpoint, err);
@@ -1120,10 +1015,8 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	s->host = host;
 	s->cfg = cfg;
 	s->iname[0] = host->instance_name(inst);
-	s->efd = -1;
 	s->tls = tls;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_mutex_init(&s->log_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
@@ -1168,7 +1061,7 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	else
 		snprintf(s->instance_id, sizeof(s->instance_id), "%s:%d", s->hostname,
 			 (int)getpid());
-	s->start_wall_ns = real_ns();
+	s->start_wall_ns = nt_clock_wall_ns();
 
 	struct otlp_resource_info res = {
 		.service_name = cfg->service_name,
@@ -1184,8 +1077,8 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	s->batch = calloc((size_t)cfg->batch_size, sizeof(*s->batch));
 	rc = gq_init(&s->q, (size_t)cfg->queue_bytes, (uint32_t)cfg->queue_size);
 	if (!s->enc || !s->batch || rc < 0) {
+		nt_log_err(s, "out of memory");
 		gs_free(s);
-		host->log(inst, NT_LOG_ERROR, "out of memory");
 		return -ENOMEM;
 	}
 	s->rng = (uint32_t)s->start_wall_ns ^ (uint32_t)getpid();
@@ -1200,7 +1093,7 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	s->m_points = host->metric_register(inst, &md_points);
 	if (!s->m_sent || !s->m_retried || !s->m_dropped || !s->m_queue ||
 	    !s->m_queue_bytes || !s->m_exports || !s->m_duration || !s->m_points) {
-		host->log(inst, NT_LOG_ERROR, "cannot register the sink's metrics");
+		nt_log_err(s, "cannot register the sink's metrics");
 		gs_free(s);
 		return -ENOMEM;
 	}
@@ -1213,7 +1106,7 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 	host->metric_add(s->m_sent, s->iname, 0);
 	host->metric_add(s->m_retried, s->iname, 0);
 
-	host->log(inst, NT_LOG_INFO, "exporting OTLP/gRPC to %s%s%s, batch %" PRId64
+	nt_log_info(s, "exporting OTLP/gRPC to %s%s%s, batch %" PRId64
 		  ", queue %" PRId64 " events / %" PRId64 " bytes%s",
 		  s->target, tls ? " over TLS" : "",
 		  tls ? (cfg->ca_file && *cfg->ca_file ? " (ca_file)" : " (system roots)") : "",
@@ -1229,11 +1122,6 @@ static int gs_attach(void *state)
 	sigset_t all, old;
 	int rc;
 
-	s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (s->efd >= 0 && s->host->watch_fd(s->inst, s->efd, TOKEN_LOG) < 0) {
-		close(s->efd);
-		s->efd = -1;
-	}
 	s->host->add_timer(s->inst, 1000, TOKEN_TIMER);
 
 	/* the sink thread, and gRPC's threads it starts, take no signals */
@@ -1242,11 +1130,7 @@ static int gs_attach(void *state)
 	rc = pthread_create(&s->thread, NULL, sink_thread, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		s->host->log(s->inst, NT_LOG_ERROR, "cannot start the sink thread: %s",
-			     strerror(rc));
-		if (s->efd >= 0)
-			close(s->efd);
-		s->efd = -1;
+		nt_log_err(s, "cannot start the sink thread: %s", strerror(rc));
 		return -rc;
 	}
 	pthread_mutex_lock(&s->lock);
@@ -1263,7 +1147,6 @@ static int gs_poll(void *state, uint32_t token, uint32_t budget)
 	(void)token;
 	(void)budget;
 	push_pending_drops(s);
-	drain_logs(s);
 	return 0;
 }
 
@@ -1284,7 +1167,7 @@ static void gs_consume(void *state, const struct nt_event_hdr *ev,
 	 * the cache when the batch goes out */
 	if (ev->pid && s->cfg->identity && NT_HOST_HAS(s->host, identity))
 		s->host->identity(s->inst, ev->pid, &id);
-	uint64_t mono = mono_ns();
+	uint64_t mono = nt_clock_mono_ns();
 	uint64_t wall = s->host->wall_ns(s->inst, ev->ts_ns);
 	uint64_t observed = s->host->wall_ns(s->inst, mono);
 	uint32_t pending = 0;
@@ -1323,39 +1206,37 @@ static void do_flush(struct gs *s)
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	deadline = mono_ns() + (uint64_t)s->cfg->shutdown_grace_ms * 1000000ull;
+	deadline = nt_clock_mono_ns() + (uint64_t)s->cfg->shutdown_grace_ms * 1000000ull;
 	s->flush_deadline = deadline ? deadline : 1;
 	req = ++s->flush_req;
 	pthread_cond_broadcast(&s->wake);
-	while (s->flush_done < req && mono_ns() < deadline) {
+	while (s->flush_done < req && nt_clock_mono_ns() < deadline) {
 		/* in slices, so that a second SIGINT/SIGTERM ends the grace */
-		uint64_t slice = mono_ns() + HURRY_CHECK_NS;
+		uint64_t slice = nt_clock_mono_ns() + HURRY_CHECK_NS;
 		cond_wait_until(&s->done, &s->lock, slice < deadline ? slice : deadline);
 		if (s->flush_done < req && stop_now(s)) {
 			s->hurried = true;
-			deadline = s->flush_deadline = mono_ns();
+			deadline = s->flush_deadline = nt_clock_mono_ns();
 		}
 	}
 	if (s->flush_done < req) {
 		/* grace over: drop what is left, cancel what is in flight */
-		uint64_t hard = mono_ns() + 2000000000ull;
+		uint64_t hard = nt_clock_mono_ns() + 2000000000ull;
 
 		gave_up = true;
 		s->abandon_req++;
 		if (s->inflight)
 			grpc_call_cancel(s->inflight, NULL);
 		pthread_cond_broadcast(&s->wake);
-		while (s->abandon_done < s->abandon_req && mono_ns() < hard)
+		while (s->abandon_done < s->abandon_req && nt_clock_mono_ns() < hard)
 			cond_wait_until(&s->done, &s->lock, hard);
 		if (s->abandon_done < s->abandon_req)
-			s->host->log(s->inst, NT_LOG_ERROR,
-				     "the sink thread did not stop its export in time");
+			nt_log_err(s, "the sink thread did not stop its export in time");
 	}
 	s->flush_deadline = 0;
 	pthread_mutex_unlock(&s->lock);
 	(void)gave_up;
 	s->consumed_since_flush = false;
-	drain_logs(s);
 }
 
 /* The user asked again to stop (host 1.1 cores cannot say so). */
@@ -1387,10 +1268,6 @@ static void gs_detach(void *state)
 	pthread_mutex_unlock(&s->lock);
 	s->attached = false;
 	push_pending_drops(s);
-	drain_logs(s);
-	if (s->efd >= 0)
-		close(s->efd);
-	s->efd = -1;
 }
 
 static void gs_fini(void *state)
