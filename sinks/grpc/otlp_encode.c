@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ntcore/kit/utf8.h>
+
 #include "grpc_sink.h"
 #include "ntcore/kit/ident.h"
 #include "otlp_logs_service.pb-c.h"
@@ -139,63 +141,10 @@ void otlp_arena_free(struct otlp_arena *a)
 /* UTF-8                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-			return 0;
-		if (c == 0xe0 && s[1] < 0xa0)
-			return 0; /* overlong */
-		if (c == 0xed && s[1] >= 0xa0)
-			return 0; /* surrogate */
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 ||
-		    (s[3] & 0xc0) != 0x80)
-			return 0;
-		if (c == 0xf0 && s[1] < 0x90)
-			return 0; /* overlong */
-		if (c == 0xf4 && s[1] >= 0x90)
-			return 0; /* > U+10FFFF */
-		return 4;
-	}
-	return 0;
-}
-
 size_t otlp_utf8_sanitize(const char *in, size_t len, char *out)
 {
-	const unsigned char *s = (const unsigned char *)in;
-	size_t i = 0, o = 0;
-
-	while (i < len && s[i]) {
-		size_t k;
-
-		if (s[i] < 0x80) {
-			out[o++] = (char)s[i++];
-			continue;
-		}
-		k = utf8_seq(s + i, len - i);
-		if (k == 0) {
-			out[o++] = (char)0xef; /* U+FFFD */
-			out[o++] = (char)0xbf;
-			out[o++] = (char)0xbd;
-			i++;
-			continue;
-		}
-		memcpy(out + o, s + i, k);
-		o += k;
-		i += k;
-	}
-	out[o] = '\0';
-	return o;
+	/* the kit's repair takes exact lengths; event strings end at a NUL */
+	return nt_utf8_repair(in, strnlen(in, len), out, 3 * len + 1);
 }
 
 static char *arena_utf8(struct otlp_arena *a, const char *s, size_t len)
