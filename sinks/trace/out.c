@@ -126,9 +126,8 @@ void plain_flush(struct trace_sink *ts)
 		ts->host->count_drop(ts->inst, "trace", ts->buf_events);
 		ts->lost += ts->buf_events;
 		if (!ts->write_failed)
-			ts->host->log(ts->inst, NT_LOG_ERROR,
-				      "writing %s failed: %s; its events are counted as dropped",
-				      ts->f.path, strerror(-err));
+			nt_log_err(ts, "writing %s failed: %s; its events are counted as dropped",
+				   ts->f.path, strerror(-err));
 		ts->write_failed = true;
 	} else {
 		trace_count(ts, ts->m_bytes, NULL, (double)ts->buf.len);
