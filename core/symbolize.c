@@ -2,6 +2,7 @@
 #include "symbolize.h"
 
 #include "clock.h"
+#include "debuginfo.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -52,7 +53,7 @@ struct nt_sym_proc {
 
 static const Dwfl_Callbacks proc_callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = nt_find_debuginfo_local, /* no debuginfod (debuginfo.h) */
 };
 
 void nt_symbolizer_init(struct nt_symbolizer *s)
