@@ -131,6 +131,9 @@ int nt_help_plugin(const struct nt_options *opt, const char *name)
 		       "error, warn, info or debug (core key)");
 		printf("    %-20s %-18s %s\n", "events", "a list of strings",
 		       "event globs a sink or detector receives (core key)");
+		if (lib.desc.kind == NT_KIND_SINK)
+			printf("    %-20s %-18s %s\n", "queue_kb", "an integer",
+			       "its own queue, KiB, default 65536 (core key)");
 		print_keys(lib.desc.config, lib.desc.n_config, 4);
 		nt_loader_close(&lib);
 	}

@@ -9,7 +9,7 @@
 #include "log.h"
 
 static const char *const instance_keys[] = {
-	"plugin", "name", "required", "enabled", "log_level", "events", NULL};
+	"plugin", "name", "required", "enabled", "log_level", "events", "queue_kb", NULL};
 
 void *nt_arena_alloc(struct nt_arena *a, size_t size)
 {
@@ -493,6 +493,20 @@ static int load_instance_keys(struct nt_config *c, struct nt_inst_cfg *ic)
 			nt_config_error(c, line_of(s), ic->name,
 					"log_level: expected \"error\", \"warn\", \"info\" or \"debug\"");
 			errors++;
+		}
+	}
+	if ((s = config_setting_get_member(g, "queue_kb"))) {
+		long long kb = config_setting_get_int64(s);
+		if (config_setting_type(s) != CONFIG_TYPE_INT &&
+		    config_setting_type(s) != CONFIG_TYPE_INT64)
+			kb = -1;
+		if (kb < NT_QUEUE_KB_MIN || kb > NT_QUEUE_KB_MAX) {
+			nt_config_error(c, line_of(s), ic->name,
+					"queue_kb: expected an integer from %d to %d (KiB)",
+					NT_QUEUE_KB_MIN, NT_QUEUE_KB_MAX);
+			errors++;
+		} else {
+			ic->queue_kb = (uint32_t)kb;
 		}
 	}
 	if ((s = config_setting_get_member(g, "events"))) {

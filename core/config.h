@@ -23,6 +23,10 @@ void *nt_arena_alloc(struct nt_arena *a, size_t size);
 char *nt_arena_strdup(struct nt_arena *a, const char *s);
 void nt_arena_free(struct nt_arena *a);
 
+/* A sink's queue_kb (core key): 64 KiB to 4 GiB. */
+#define NT_QUEUE_KB_MIN 64
+#define NT_QUEUE_KB_MAX 4194304
+
 struct nt_inst_cfg {
 	const char *plugin; /* strings point into the config_t */
 	char name[64];
@@ -32,6 +36,7 @@ struct nt_inst_cfg {
 	const char **events;
 	size_t n_events;
 	bool events_set;
+	uint32_t queue_kb;  /* sinks: their queue's size; 0: the default */
 	config_setting_t *group;
 	int line;
 };

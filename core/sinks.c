@@ -86,8 +86,8 @@ static void on_loop_prepare(struct ev_loop *loop, ev_prepare *p, int revents)
 	nt_sinks_commit(p->data);
 }
 
-/* NTCORE_SINK_QUEUE_KB: every sink's queue size (64 KiB .. 4 GiB), its
- * pages touched up front; for benchmarks, until a per-instance key exists. */
+/* NTCORE_SINK_QUEUE_KB: every sink's queue size (64 KiB .. 4 GiB) where
+ * the instance sets no queue_kb, its pages touched up front (benchmarks). */
 static size_t queue_bytes(void)
 {
 	const char *env = getenv("NTCORE_SINK_QUEUE_KB");
@@ -132,8 +132,11 @@ void nt_sink_start(struct nt_instance *inst)
 	if (inst->lib.desc.kind != NT_KIND_SINK || !inst->d->loop)
 		return;
 	if (!inst->q) {
-		inst->q = nt_sinkq_new(&sink_ops, inst, inst->d->sink_queue_bytes);
-		if (inst->q && inst->d->sink_queue_bytes != NT_SINKQ_DEFAULT_BYTES)
+		uint32_t kb = inst->cfg ? inst->cfg->queue_kb : 0;
+		size_t bytes = kb ? (size_t)kb << 10 : inst->d->sink_queue_bytes;
+
+		inst->q = nt_sinkq_new(&sink_ops, inst, bytes);
+		if (inst->q && !kb && bytes != NT_SINKQ_DEFAULT_BYTES)
 			nt_sinkq_prefault(inst->q); /* a size set for a benchmark */
 	}
 	if (!inst->q) {

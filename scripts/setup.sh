@@ -19,7 +19,6 @@ packages=(
   # bcc tools (memleak-bpfcc) compile against headers: this machine's flavour
   "linux-headers-$(dpkg --print-architecture)"   # -amd64, -arm64
   chromium              # trace sink: its report page is checked in headless Chromium
-  nodejs                # trace sink: speedscope (npm, fetched by the test) imports its JSON
   # CI: scripts/fresh-root.sh builds a brand-new Debian 12 root
   mmdebstrap
 )
@@ -27,9 +26,6 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
-# npm: Debian's package, unless a node distribution that ships its own npm
-# (NodeSource's nodejs) is installed; the two conflict.
-command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

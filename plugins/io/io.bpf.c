@@ -356,16 +356,90 @@ static __always_inline __s32 blk_status_errno(__u8 st)
 	}
 }
 
+/* A completed request's latencies into its key's histograms. */
+static __always_inline void count_latency(struct io_stats *s, __u64 queue_ns,
+					  __u64 service_ns)
+{
+	/* 64-bit, so no zero-extension copy loses the bounds. */
+	__u64 q = io_lat_slot_g(queue_ns), v = io_lat_slot_g(service_ns);
+
+	/* Hide what clang knows of the range, so the bounds checks below
+	 * stay for the verifier. */
+	asm volatile("" : "+r"(q), "+r"(v));
+	if (q > IO_LAT_SLOTS)
+		q = IO_LAT_SLOTS;
+	if (v > IO_LAT_SLOTS)
+		v = IO_LAT_SLOTS;
+	s->completed += 1;
+	s->queue_ns_sum += queue_ns;
+	s->service_ns_sum += service_ns;
+	s->queue_hist[q] += 1;
+	s->service_hist[v] += 1;
+}
+
+/* Keep the request among this CPU's slowest when it is slower than the
+ * fastest kept. */
+static __always_inline void keep_slowest(struct request *rq,
+					 const struct io_req *r,
+					 const struct io_key *k, __u64 now,
+					 __u64 queue_ns, __u64 service_ns)
+{
+	__u64 lat = queue_ns + service_ns;
+	struct io_slowest_set *set;
+	struct io_slowest *sl = NULL;
+	__u32 zero = 0;
+
+	set = bpf_map_lookup_elem(&slowest, &zero);
+	if (set) {
+		__u32 v = io_slowest_victim(set);
+
+		if (v < IO_SLOW_SLOTS && lat > set->s[v].latency_ns)
+			sl = &set->s[v];
+	}
+	if (!sl)
+		return;
+	sl->latency_ns = lat;
+	sl->queue_ns = queue_ns;
+	sl->service_ns = service_ns;
+	sl->sector = BPF_CORE_READ(rq, __sector);
+	sl->ts_ns = now;
+	sl->dev = k->dev;
+	sl->bytes = r->size;
+	sl->pid = r->pid;
+	sl->op = k->op;
+	__builtin_memcpy(sl->comm, r->comm, NT_COMM_LEN);
+}
+
+/* io.slow for a request that reached the threshold. */
+static __always_inline void emit_slow(struct request *rq, const struct io_req *r,
+				      const struct io_key *k, __u64 now,
+				      __u64 queue_ns, __u64 service_ns,
+				      blk_status_t error)
+{
+	__u64 lat = queue_ns + service_ns;
+	struct io_slow_ev *e;
+
+	if (!slow_events || !ev_slow_type || lat < slow_ns)
+		return;
+	e = nt_reserve(&events, sizeof(*e));
+	if (!e)
+		return;
+	fill_request_ev((struct io_request_ev *)e, ev_slow_type, sizeof(*e),
+			now, r, k, r->size, rq, queue_ns);
+	e->service_ns = service_ns;
+	e->latency_ns = lat;
+	e->error = blk_status_errno(error);
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(io_complete, struct request *rq, blk_status_t error,
 	     unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
 	struct io_req *r = bpf_map_lookup_elem(&reqs, &key);
-	__u64 queue_ns, service_ns, lat;
-	__u32 zero = 0, size;
-	struct io_slowest_set *set;
-	struct io_slowest *sl = NULL;
+	__u64 queue_ns, service_ns;
 	struct io_stats *s;
 	struct io_key k = {};
 
@@ -384,64 +458,15 @@ int BPF_PROG(io_complete, struct request *rq, blk_status_t error,
 		r->ts_start = r->ts_issue;
 	queue_ns = r->ts_issue > r->ts_start ? r->ts_issue - r->ts_start : 0;
 	service_ns = now > r->ts_issue ? now - r->ts_issue : 0;
-	lat = queue_ns + service_ns;
-	size = r->size;
 
 	k.dev = rq_dev(rq);
 	k.tgid = r->pid;
-	k.op = io_op_of(BPF_CORE_READ(rq, cmd_flags), size);
+	k.op = io_op_of(BPF_CORE_READ(rq, cmd_flags), r->size);
 	s = stats_get(&k, r);
-	if (s) {
-		/* 64-bit, so no zero-extension copy loses the bounds. */
-		__u64 q = io_lat_slot_g(queue_ns), v = io_lat_slot_g(service_ns);
-
-		/* Hide what clang knows of the range, so the bounds checks
-		 * below stay for the verifier. */
-		asm volatile("" : "+r"(q), "+r"(v));
-		if (q > IO_LAT_SLOTS)
-			q = IO_LAT_SLOTS;
-		if (v > IO_LAT_SLOTS)
-			v = IO_LAT_SLOTS;
-		s->completed += 1;
-		s->queue_ns_sum += queue_ns;
-		s->service_ns_sum += service_ns;
-		s->queue_hist[q] += 1;
-		s->service_hist[v] += 1;
-	}
-
-	set = bpf_map_lookup_elem(&slowest, &zero);
-	if (set) {
-		__u32 v = io_slowest_victim(set);
-
-		if (v < IO_SLOW_SLOTS && lat > set->s[v].latency_ns)
-			sl = &set->s[v];
-	}
-	if (sl) {
-		sl->latency_ns = lat;
-		sl->queue_ns = queue_ns;
-		sl->service_ns = service_ns;
-		sl->sector = BPF_CORE_READ(rq, __sector);
-		sl->ts_ns = now;
-		sl->dev = k.dev;
-		sl->bytes = size;
-		sl->pid = r->pid;
-		sl->op = k.op;
-		__builtin_memcpy(sl->comm, r->comm, NT_COMM_LEN);
-	}
-
-	if (slow_events && ev_slow_type && lat >= slow_ns) {
-		struct io_slow_ev *e = nt_reserve(&events, sizeof(*e));
-
-		if (e) {
-			fill_request_ev((struct io_request_ev *)e, ev_slow_type,
-					sizeof(*e), now, r, &k, size, rq, queue_ns);
-			e->service_ns = service_ns;
-			e->latency_ns = lat;
-			e->error = blk_status_errno(error);
-			e->pad = 0;
-			bpf_ringbuf_submit(e, 0);
-		}
-	}
+	if (s)
+		count_latency(s, queue_ns, service_ns);
+	keep_slowest(rq, r, &k, now, queue_ns, service_ns);
+	emit_slow(rq, r, &k, now, queue_ns, service_ns, error);
 out:
 	bpf_map_delete_elem(&reqs, &key);
 	return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * io probe: layouts shared by io.bpf.c (kernel side) and io.c / io_logic.c
+ * io probe: layouts shared by io.bpf.c (kernel side) and the io_*.c files
  * (user side), and the bucketing rules. The bucket functions are plain C:
  * the BPF programs call them and the unit test checks them, so what is
  * tested is what runs in the kernel.

@@ -275,65 +275,47 @@ static __always_inline void emit(const struct net_conn *c, __u64 cookie,
 }
 
 /*
- * One send or recv syscall on a socket, in the caller's context: find or
- * create the connection, take ownership when it has none yet, announce it
- * once, and count bytes and packets for both the connection and the caller.
+ * The connection of a send or recv on `sk`: the one known, or a new one
+ * (a UDP socket's first use; a TCP connection established before attach).
+ * NULL when it is not traced or the table is full.
  */
-static __always_inline int on_msg(struct sock *sk, int ret, int flags,
-				  bool tx)
+static __always_inline struct net_conn *msg_conn(struct sock *sk, __u64 cookie,
+						 __u8 proto)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
-	struct net_conn *c;
-	struct net_proc *p;
-	__u32 segs_out = 0, segs_in = 0, d_out = 0, d_in = 0;
-	__u64 cookie, pkts;
-	__u8 proto;
-	bool just_opened = false;
+	struct net_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	struct net_conn n = {};
+	__u8 state;
 
-	if (!nt_target_ok(tgid))
-		return 0;
-	if (ret < 0 || !sk)
-		return 0;
-	if (!tx && (flags & (MSG_PEEK | MSG_ERRQUEUE)))
-		return 0;
-	proto = sk_proto(sk);
-	if (!proto)
-		return 0;
-	if (proto == NET_PROTO_TCP && ret == 0 && tx)
-		return 0;
-
-	cookie = bpf_get_socket_cookie(sk);
-	c = bpf_map_lookup_elem(&conns, &cookie);
-	if (!c) {
-		struct net_conn n = {};
-		__u8 state = sk->__sk_common.skc_state;
-
-		if (proto == NET_PROTO_TCP &&
-		    (state == TCP_LISTEN || state == TCP_CLOSE ||
-		     state == TCP_SYN_SENT))
-			return 0;
-		if (!ports_ok(sk))
-			return 0;
-		n.proto = proto;
-		fill_tuple(&n, sk);
-		set_owner_current(&n);
-		if (proto == NET_PROTO_UDP) {
-			/* A UDP socket is a flow from its first send/recv. */
-			n.role = NET_ROLE_SOCKET;
-			n.ts_open = bpf_ktime_get_ns();
-		} else {
-			/* Established before we attached: no open event. */
-			n.role = NET_ROLE_UNKNOWN;
-			n.open_sent = 1;
-			n.established = 1;
-			tcp_segs(sk, &n.segs_out_last, &n.segs_in_last);
-		}
-		c = conn_insert(cookie, &n);
-		if (!c)
-			return 0;
+	if (c)
+		return c;
+	state = sk->__sk_common.skc_state;
+	if (proto == NET_PROTO_TCP &&
+	    (state == TCP_LISTEN || state == TCP_CLOSE || state == TCP_SYN_SENT))
+		return NULL;
+	if (!ports_ok(sk))
+		return NULL;
+	n.proto = proto;
+	fill_tuple(&n, sk);
+	set_owner_current(&n);
+	if (proto == NET_PROTO_UDP) {
+		/* A UDP socket is a flow from its first send/recv. */
+		n.role = NET_ROLE_SOCKET;
+		n.ts_open = bpf_ktime_get_ns();
+	} else {
+		/* Established before we attached: no open event. */
+		n.role = NET_ROLE_UNKNOWN;
+		n.open_sent = 1;
+		n.established = 1;
+		tcp_segs(sk, &n.segs_out_last, &n.segs_in_last);
 	}
+	return conn_insert(cookie, &n);
+}
 
+/* Announce the connection once, with its owner set; true when it was
+ * announced now. */
+static __always_inline bool msg_announce(struct sock *sk, struct net_conn *c,
+					 __u64 cookie, __u8 proto)
+{
 	if (!c->pid) {
 		/* Passive TCP: established in softirq context; the first
 		 * process to send or receive on it owns it. */
@@ -352,49 +334,57 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 			c->rport = rport;
 		}
 	}
-	if (!c->open_sent) {
-		c->open_sent = 1;
-		just_opened = true;
-		emit(c, cookie, ev_open_type, NET_EV_OPEN, 0,
-		     c->ts_open ? c->ts_open : bpf_ktime_get_ns(), 0, 0);
-	}
+	if (c->open_sent)
+		return false;
+	c->open_sent = 1;
+	emit(c, cookie, ev_open_type, NET_EV_OPEN, 0,
+	     c->ts_open ? c->ts_open : bpf_ktime_get_ns(), 0, 0);
+	return true;
+}
 
-	if (proto == NET_PROTO_TCP) {
-		__u32 srtt;
+/* The connection's packets: TCP segments since the last look, or one UDP
+ * datagram; the deltas go to *d_out / *d_in for the process. */
+static __always_inline void msg_packets(struct sock *sk, struct net_conn *c,
+					__u8 proto, bool tx, __u32 *d_out,
+					__u32 *d_in)
+{
+	__u32 segs_out = 0, segs_in = 0, srtt;
 
-		tcp_info3(sk, &segs_out, &segs_in, &srtt);
-		d_out = segs_out - c->segs_out_last;
-		d_in = segs_in - c->segs_in_last;
-		/* Several threads may race here; the delta is bounded by the
-		 * last value each saw, and only ever moves forward. */
-		if ((__s32)d_out < 0)
-			d_out = 0;
-		if ((__s32)d_in < 0)
-			d_in = 0;
-		c->segs_out_last = segs_out;
-		c->segs_in_last = segs_in;
-		c->srtt_us = srtt;
-		__sync_fetch_and_add(&c->tx_packets, d_out);
-		__sync_fetch_and_add(&c->rx_packets, d_in);
-	} else {
-		pkts = 1;
+	if (proto != NET_PROTO_TCP) {
 		if (tx)
-			__sync_fetch_and_add(&c->tx_packets, pkts);
+			__sync_fetch_and_add(&c->tx_packets, 1);
 		else
-			__sync_fetch_and_add(&c->rx_packets, pkts);
+			__sync_fetch_and_add(&c->rx_packets, 1);
 		if (tx)
-			d_out = 1;
+			*d_out = 1;
 		else
-			d_in = 1;
+			*d_in = 1;
+		return;
 	}
-	if (tx)
-		__sync_fetch_and_add(&c->tx_bytes, ret);
-	else
-		__sync_fetch_and_add(&c->rx_bytes, ret);
+	tcp_info3(sk, &segs_out, &segs_in, &srtt);
+	*d_out = segs_out - c->segs_out_last;
+	*d_in = segs_in - c->segs_in_last;
+	/* Several threads may race here; the delta is bounded by the last
+	 * value each saw, and only ever moves forward. */
+	if ((__s32)*d_out < 0)
+		*d_out = 0;
+	if ((__s32)*d_in < 0)
+		*d_in = 0;
+	c->segs_out_last = segs_out;
+	c->segs_in_last = segs_in;
+	c->srtt_us = srtt;
+	__sync_fetch_and_add(&c->tx_packets, *d_out);
+	__sync_fetch_and_add(&c->rx_packets, *d_in);
+}
 
-	p = proc_get(tgid, proto, NULL);
+/* The caller's per-process counts. */
+static __always_inline void msg_proc(__u32 tgid, __u8 proto, bool tx, int ret,
+				     __u32 d_out, __u32 d_in, bool just_opened)
+{
+	struct net_proc *p = proc_get(tgid, proto, NULL);
+
 	if (!p)
-		return 0;
+		return;
 	if (tx)
 		__sync_fetch_and_add(&p->tx_bytes, ret);
 	else
@@ -405,6 +395,47 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
 		__sync_fetch_and_add(&p->rx_packets, d_in);
 	if (just_opened)
 		__sync_fetch_and_add(&p->opened, 1);
+}
+
+/*
+ * One send or recv syscall on a socket, in the caller's context: find or
+ * create the connection, take ownership when it has none yet, announce it
+ * once, and count bytes and packets for both the connection and the caller.
+ */
+static __always_inline int on_msg(struct sock *sk, int ret, int flags,
+				  bool tx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u32 d_out = 0, d_in = 0;
+	struct net_conn *c;
+	bool just_opened;
+	__u64 cookie;
+	__u8 proto;
+
+	if (!nt_target_ok(tgid))
+		return 0;
+	if (ret < 0 || !sk)
+		return 0;
+	if (!tx && (flags & (MSG_PEEK | MSG_ERRQUEUE)))
+		return 0;
+	proto = sk_proto(sk);
+	if (!proto)
+		return 0;
+	if (proto == NET_PROTO_TCP && ret == 0 && tx)
+		return 0;
+
+	cookie = bpf_get_socket_cookie(sk);
+	c = msg_conn(sk, cookie, proto);
+	if (!c)
+		return 0;
+	just_opened = msg_announce(sk, c, cookie, proto);
+	msg_packets(sk, c, proto, tx, &d_out, &d_in);
+	if (tx)
+		__sync_fetch_and_add(&c->tx_bytes, ret);
+	else
+		__sync_fetch_and_add(&c->rx_bytes, ret);
+	msg_proc(tgid, proto, tx, ret, d_out, d_in, just_opened);
 	return 0;
 }
 
@@ -543,11 +574,79 @@ static __always_inline void tcp_close(const struct sock *sk, __u64 cookie,
 	bpf_map_delete_elem(&conns, &cookie);
 }
 
+/* connect(): the caller owns the connection. The local port is not bound
+ * yet; the tuple is filled at ESTABLISHED. */
+static __always_inline void tcp_syn_sent(const struct sock *sk, __u64 cookie)
+{
+	struct net_conn n = {};
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!nt_target_ok(tgid) || !sk_proto(sk))
+		return;
+	if (port_filter_on) {
+		__u16 rport = bpf_ntohs(sk->__sk_common.skc_dport);
+
+		if (!bpf_map_lookup_elem(&ports, &rport))
+			return;
+	}
+	n.proto = NET_PROTO_TCP;
+	n.role = NET_ROLE_ACTIVE;
+	n.ts_open = bpf_ktime_get_ns();
+	fill_tuple(&n, sk);
+	set_owner_current(&n);
+	bpf_map_delete_elem(&conns, &cookie);
+	conn_insert(cookie, &n);
+}
+
+/* connect() completed: the connection opens. */
+static __always_inline void tcp_connected(const struct sock *sk, __u64 cookie)
+{
+	struct net_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	struct net_proc *p;
+
+	if (!c)
+		return;
+	fill_tuple(c, sk);
+	c->ts_open = bpf_ktime_get_ns();
+	c->established = 1;
+	tcp_segs(sk, &c->segs_out_last, &c->segs_in_last);
+	/* The SYN this side sent and the SYN-ACK it got. */
+	c->tx_packets = c->segs_out_last;
+	c->rx_packets = c->segs_in_last;
+	p = owner_proc(c);
+	if (p) {
+		__sync_fetch_and_add(&p->tx_packets, c->segs_out_last);
+		__sync_fetch_and_add(&p->rx_packets, c->segs_in_last);
+		__sync_fetch_and_add(&p->opened, 1);
+	}
+	c->open_sent = 1;
+	emit(c, cookie, ev_open_type, NET_EV_OPEN, 0, c->ts_open, 0, 0);
+}
+
+/* Accepted: runs in softirq context, so the owner is whoever sends or
+ * receives on it first. */
+static __always_inline void tcp_accepted(const struct sock *sk, __u64 cookie)
+{
+	struct net_conn n = {};
+
+	if (!sk_proto(sk) || !ports_ok(sk))
+		return;
+	n.proto = NET_PROTO_TCP;
+	n.role = NET_ROLE_PASSIVE;
+	n.ts_open = bpf_ktime_get_ns();
+	n.established = 1;
+	fill_tuple(&n, sk);
+	/* Segments before this point were the handshake of the request
+	 * socket; count from here. */
+	tcp_segs(sk, &n.segs_out_last, &n.segs_in_last);
+	bpf_map_delete_elem(&conns, &cookie);
+	conn_insert(cookie, &n);
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(net_state, const struct sock *sk, int oldstate, int newstate)
 {
 	struct net_conn *c;
-	struct net_proc *p;
 	__u64 cookie;
 
 	if (!sk || sk->sk_protocol != NET_PROTO_TCP || !want_tcp)
@@ -555,78 +654,16 @@ int BPF_PROG(net_state, const struct sock *sk, int oldstate, int newstate)
 	cookie = bpf_get_socket_cookie((void *)sk);
 
 	if (newstate == TCP_SYN_SENT) {
-		/* connect(): the caller owns the connection. The local port
-		 * is not bound yet; the tuple is filled at ESTABLISHED. */
-		struct net_conn n = {};
-		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-		if (!nt_target_ok(tgid) || !sk_proto(sk))
-			return 0;
-		if (port_filter_on) {
-			__u16 rport = bpf_ntohs(sk->__sk_common.skc_dport);
-
-			if (!bpf_map_lookup_elem(&ports, &rport))
-				return 0;
-		}
-		n.proto = NET_PROTO_TCP;
-		n.role = NET_ROLE_ACTIVE;
-		n.ts_open = bpf_ktime_get_ns();
-		fill_tuple(&n, sk);
-		set_owner_current(&n);
-		bpf_map_delete_elem(&conns, &cookie);
-		conn_insert(cookie, &n);
-		return 0;
-	}
-
-	if (newstate == TCP_ESTABLISHED) {
-		if (oldstate == TCP_SYN_SENT) {
-			c = bpf_map_lookup_elem(&conns, &cookie);
-			if (!c)
-				return 0;
-			fill_tuple(c, sk);
-			c->ts_open = bpf_ktime_get_ns();
-			c->established = 1;
-			tcp_segs(sk, &c->segs_out_last, &c->segs_in_last);
-			/* The SYN this side sent and the SYN-ACK it got. */
-			c->tx_packets = c->segs_out_last;
-			c->rx_packets = c->segs_in_last;
-			p = owner_proc(c);
-			if (p) {
-				__sync_fetch_and_add(&p->tx_packets, c->segs_out_last);
-				__sync_fetch_and_add(&p->rx_packets, c->segs_in_last);
-				__sync_fetch_and_add(&p->opened, 1);
-			}
-			c->open_sent = 1;
-			emit(c, cookie, ev_open_type, NET_EV_OPEN, 0,
-			     c->ts_open, 0, 0);
-			return 0;
-		}
-		if (oldstate == TCP_SYN_RECV) {
-			/* Accepted: runs in softirq context, so the owner is
-			 * whoever sends or receives on it first. */
-			struct net_conn n = {};
-
-			if (!sk_proto(sk) || !ports_ok(sk))
-				return 0;
-			n.proto = NET_PROTO_TCP;
-			n.role = NET_ROLE_PASSIVE;
-			n.ts_open = bpf_ktime_get_ns();
-			n.established = 1;
-			fill_tuple(&n, sk);
-			/* Segments before this point were the handshake of
-			 * the request socket; count from here. */
-			tcp_segs(sk, &n.segs_out_last, &n.segs_in_last);
-			bpf_map_delete_elem(&conns, &cookie);
-			conn_insert(cookie, &n);
-		}
-		return 0;
-	}
-
-	if (newstate == TCP_CLOSE) {
+		tcp_syn_sent(sk, cookie);
+	} else if (newstate == TCP_ESTABLISHED) {
+		if (oldstate == TCP_SYN_SENT)
+			tcp_connected(sk, cookie);
+		else if (oldstate == TCP_SYN_RECV)
+			tcp_accepted(sk, cookie);
+	} else if (newstate == TCP_CLOSE) {
 		c = bpf_map_lookup_elem(&conns, &cookie);
-		if (!c)
-			return 0;
-		tcp_close(sk, cookie, c, oldstate);
+		if (c)
+			tcp_close(sk, cookie, c, oldstate);
 	}
 	return 0;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer: the io probe's ring-buffer callback (io_on_record) on records
- * of arbitrary bytes, as if the kernel had written them. The plugin's
- * source is compiled in, so its static callback is called as the ring
- * buffer would; init builds the state with the fuzz host, no kernel. */
+/* libFuzzer: the io probe's ring-buffer callback (io_on_record, io_ring.c)
+ * on records of arbitrary bytes, as if the kernel had written them. The
+ * plugin's io.c is compiled in, so its static init builds the state with
+ * the fuzz host, no kernel; the callback is called as the ring buffer
+ * would. */
 #include "../../plugins/io/io.c"
 
 #include "fuzz_host.h"

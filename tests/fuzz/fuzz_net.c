@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer: the net probe's ring-buffer callback (net_on_record) on records
- * of arbitrary bytes, as if the kernel had written them. The plugin's
- * source is compiled in, so its static callback is called as the ring
- * buffer would; init builds the state with the fuzz host, no kernel. */
+/* libFuzzer: the net probe's ring-buffer callback (net_on_record,
+ * net_ring.c) on records of arbitrary bytes, as if the kernel had written
+ * them. The plugin's net.c is compiled in, so its static init builds the
+ * state with the fuzz host, no kernel; the callback is called as the ring
+ * buffer would. */
 #include "../../plugins/net/net.c"
 
 #include "fuzz_host.h"

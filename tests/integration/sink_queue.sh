@@ -30,7 +30,7 @@ plugins = (
   { plugin = "fixture_gen"; count = $N; batch = 2000; interval_ms = 10;
     report = "$T/gen.txt"; },
   { plugin = "fixture_slow"; delay_us = 20; report = "$T/slow.txt";
-    events = [ "gen.*" ]; },
+    events = [ "gen.*" ]; queue_kb = 4096; },
   { plugin = "file"; path = "$T/out.jsonl"; metrics = true; interval_ms = 100000; }
 );
 C

@@ -173,6 +173,24 @@ START_TEST(structure_errors)
 	expect_error("plugins = (\n { plugin = \"x\"; count = ; }\n);\n", 2, "syntax error");
 	expect_error("plugins = ( { plugin = \"x\";\n required = \"yes\"; } );\n", 2,
 		     "required: expected true or false");
+	expect_error("plugins = ( { plugin = \"x\";\n queue_kb = 8; } );\n", 2,
+		     "queue_kb: expected an integer from 64 to 4194304 (KiB)");
+	expect_error("plugins = ( { plugin = \"x\";\n queue_kb = \"big\"; } );\n", 2,
+		     "queue_kb: expected an integer");
+}
+END_TEST
+
+START_TEST(queue_kb_is_kept)
+{
+	struct nt_config c;
+	FILE *d = fmemopen(diag, sizeof(diag), "w");
+	const char *text = "plugins = ( { plugin = \"a\"; queue_kb = 4096; }, { plugin = \"b\"; } );";
+
+	ck_assert_int_eq(nt_config_load(&c, "inline", text, d), 0);
+	ck_assert_uint_eq(c.insts[0].queue_kb, 4096);
+	ck_assert_uint_eq(c.insts[1].queue_kb, 0);
+	nt_config_free(&c);
+	fclose(d);
 }
 END_TEST
 
@@ -213,6 +231,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, defaults_fill_the_struct);
+	tcase_add_test(tc, queue_kb_is_kept);
 	tcase_add_test(tc, values_and_group_lists);
 	tcase_add_test(tc, unknown_key_has_its_line);
 	tcase_add_test(tc, wrong_type_has_its_line);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the io probe's bucketing (io.h, shared with the BPF side)
- * and user-side logic (plugins/io/io_logic.c). */
+/* Unit tests of the io probe's bucketing (io.h, shared with the BPF side),
+ * its user-side logic (plugins/io/io_*.c) and its ring handler, fed with
+ * synthetic records through a stand-in host (probe_host.h), no kernel. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io_logic.h"
+#include "ntcore/kit/sb.h"
+#include "ntcore/kit/topn.h"
+
+#include "io_int.h"
+#include "probe_host.h"
 
 START_TEST(lat_slots_match_bounds)
 {
@@ -224,20 +229,25 @@ static struct io_slowest slow(uint64_t lat, uint32_t pid)
 
 START_TEST(slow_top)
 {
-	struct io_slow_top t;
+	struct nt_topn t;
 	uint64_t lats[] = { 5, 50, 0, 20, 40, 10, 30 };
 
-	ck_assert_int_eq(io_slow_top_init(&t, 3), 0);
+	ck_assert_int_eq(nt_topn_init(&t, 3, sizeof(struct io_slowest)), 0);
 	for (size_t i = 0; i < sizeof(lats) / sizeof(lats[0]); i++) {
 		struct io_slowest s = slow(lats[i], (uint32_t)i);
 
-		io_slow_top_offer(&t, &s);
+		io_slow_offer(&t, &s);
 	}
-	ck_assert_uint_eq(t.n, 3);
-	ck_assert_uint_eq(t.rows[0].latency_ns, 50);
-	ck_assert_uint_eq(t.rows[1].latency_ns, 40);
-	ck_assert_uint_eq(t.rows[2].latency_ns, 30);
-	io_slow_top_free(&t);
+	ck_assert_uint_eq(nt_topn_count(&t), 3);
+	ck_assert_uint_eq(((const struct io_slowest *)nt_topn_at(&t, 0, NULL))->latency_ns, 50);
+	ck_assert_uint_eq(((const struct io_slowest *)nt_topn_at(&t, 1, NULL))->latency_ns, 40);
+	ck_assert_uint_eq(((const struct io_slowest *)nt_topn_at(&t, 2, NULL))->latency_ns, 30);
+	/* An empty per-CPU slot (no latency) is never kept. */
+	nt_topn_reset(&t);
+	struct io_slowest none = slow(0, 1);
+	io_slow_offer(&t, &none);
+	ck_assert_uint_eq(nt_topn_count(&t), 0);
+	nt_topn_fini(&t);
 }
 END_TEST
 
@@ -268,9 +278,9 @@ static const char *names_cb(void *arg, uint32_t dev)
 START_TEST(report_text)
 {
 	struct io_row devs[2], procs[2];
-	struct io_slow_top t;
-	char buf[8192];
-	size_t n;
+	struct nt_topn t;
+	struct nt_sb sb;
+	const char *buf;
 
 	memset(devs, 0, sizeof(devs));
 	memset(procs, 0, sizeof(procs));
@@ -293,16 +303,20 @@ START_TEST(report_text)
 	procs[1].st.bytes = 1;
 	strcpy(procs[1].comm, "cat");
 
-	ck_assert_int_eq(io_slow_top_init(&t, 2), 0);
+	ck_assert_int_eq(nt_topn_init(&t, 2, sizeof(struct io_slowest)), 0);
 	struct io_slowest s = slow(12500000, 42);
 	s.queue_ns = 500000;
 	s.service_ns = 12000000;
 	s.sector = 2048;
-	io_slow_top_offer(&t, &s);
+	io_slow_offer(&t, &s);
 
-	n = io_format_report(buf, sizeof(buf), devs, 2, procs, 2, 1, &t,
-			     names_cb, NULL);
-	ck_assert_uint_eq(n, strlen(buf));
+	struct io_rows rows = { .devs = devs, .n_devs = 2, .procs = procs,
+				.n_procs = 2 };
+	nt_sb_init(&sb, 8191);
+	io_format_report(&sb, &rows, 1, &t, names_cb, NULL);
+	ck_assert(!sb.failed);
+	buf = nt_sb_str(&sb);
+	ck_assert_uint_eq(sb.len, strlen(buf));
 	/* Devices sorted by op: read before write. */
 	char *rd = strstr(buf, "vda        read"), *wr = strstr(buf, "vda        write");
 	ck_assert_ptr_nonnull(rd);
@@ -318,7 +332,140 @@ START_TEST(report_text)
 	ck_assert_ptr_nonnull(strstr(buf, "writer           vda        write"));
 	ck_assert_ptr_nonnull(strstr(buf, "12ms"));
 	ck_assert_ptr_nonnull(strstr(buf, " 2048 "));
-	io_slow_top_free(&t);
+	nt_sb_fini(&sb);
+	nt_topn_fini(&t);
+}
+END_TEST
+
+/* ---- the ring handler, on synthetic records ------------------------- */
+
+static struct io_cfg ring_cfg;
+
+/* A state as init and attach leave it, with the stand-in host. */
+static void ring_state(struct io_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	memset(&ring_cfg, 0, sizeof(ring_cfg));
+	ring_cfg.top_n = 10;
+	st->inst = &PH.inst;
+	st->host = &probe_host;
+	st->cfg = &ring_cfg;
+	st->sysfs = sysfs;
+	st->ev_slow = 3;
+	st->ev_request = 4;
+	st->ev_report = 5;
+	st->m[IO_M_SLOW] = probe_host.metric_register(st->inst,
+						      &io_metrics[IO_M_SLOW]);
+	ck_assert_int_eq(nt_hmap_init(&st->names, sizeof(uint32_t),
+				      IO_DEV_NAME_LEN, 0), 0);
+	ph_reset();
+}
+
+static struct io_slow_ev slow_rec(uint32_t type, uint32_t dev, const char *op)
+{
+	struct io_slow_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = type;
+	e.hdr.size = sizeof(e);
+	e.hdr.ts_ns = 123456789;
+	e.hdr.pid = 4242;
+	e.hdr.tid = 4243;
+	strcpy(e.hdr.comm, "dd");
+	e.dev = dev;
+	e.bytes = 4096;
+	snprintf(e.op, sizeof(e.op), "%s", op);
+	e.sector = 2048;
+	e.queue_ns = 1000;
+	e.service_ns = 60000000;
+	e.latency_ns = 60001000;
+	e.error = -5;
+	return e;
+}
+
+START_TEST(ring_slow_record)
+{
+	struct io_state st;
+	struct io_slow_ev e, e2;
+
+	ring_state(&st);
+	e = slow_rec(3, IO_MKDEV(254, 1), "write");
+	ck_assert_int_eq(io_on_record(&st, &e, sizeof(e)), 0);
+	ck_assert_uint_eq(PH.n_events, 1);
+	ck_assert_int_eq(memcmp(PH.events[0], &e, sizeof(e)), 0);
+	ck_assert_uint_eq(PH.n_updates, 1);
+	ck_assert_int_eq(ph_find("add", "ntcore_io_slow_requests_total{254:1,vda1,write}"), 0);
+	ck_assert(PH.updates[0].value == 1.0);
+	/* A device sysfs does not name is labelled MAJOR:MINOR. */
+	e2 = slow_rec(3, IO_MKDEV(8, 16), "read");
+	io_on_record(&st, &e2, sizeof(e2));
+	ck_assert_int_eq(ph_find("add", "ntcore_io_slow_requests_total{8:16,8:16,read}"), 1);
+	ck_assert_uint_eq(PH.n_events, 2);
+	ck_assert_uint_eq(PH.drops_bpf, 0);
+	ph_reset();
+	nt_hmap_fini(&st.names);
+}
+END_TEST
+
+START_TEST(ring_request_record)
+{
+	struct io_state st;
+	struct io_request_ev r;
+
+	ring_state(&st);
+	memset(&r, 0, sizeof(r));
+	r.hdr.type = 4;
+	r.hdr.size = sizeof(r);
+	r.dev = IO_MKDEV(254, 0);
+	r.bytes = 512;
+	strcpy(r.op, "read");
+	r.queue_ns = 77;
+	io_on_record(&st, &r, sizeof(r));
+	ck_assert_uint_eq(PH.n_events, 1);
+	ck_assert_int_eq(memcmp(PH.events[0], &r, sizeof(r)), 0);
+	ck_assert_uint_eq(PH.n_updates, 0); /* requests count in BPF maps */
+	ph_reset();
+	nt_hmap_fini(&st.names);
+}
+END_TEST
+
+START_TEST(ring_bad_records)
+{
+	struct io_state st;
+	struct io_slow_ev e;
+
+	ring_state(&st);
+	/* A header that claims more than the ring holds: dropped, counted. */
+	e = slow_rec(3, IO_MKDEV(254, 0), "write");
+	e.hdr.size = sizeof(e) + 1;
+	io_on_record(&st, &e, sizeof(e));
+	ck_assert_uint_eq(PH.drops_bpf, 1);
+	/* Too short for io.slow, and too short for a header: ignored. */
+	e = slow_rec(3, IO_MKDEV(254, 0), "write");
+	e.hdr.size = sizeof(struct io_request_ev);
+	io_on_record(&st, &e, sizeof(struct io_request_ev));
+	io_on_record(&st, &e, 3);
+	/* A type this instance did not register: ignored. */
+	e = slow_rec(99, IO_MKDEV(254, 0), "write");
+	io_on_record(&st, &e, sizeof(e));
+	ck_assert_uint_eq(PH.n_events, 0);
+	ck_assert_uint_eq(PH.n_updates, 0);
+	ck_assert_uint_eq(PH.drops_bpf, 1);
+	nt_hmap_fini(&st.names);
+}
+END_TEST
+
+START_TEST(comm_labels)
+{
+	char out[IO_COMM_LABEL_LEN];
+	char comm[NT_COMM_LEN] = "kworker/u8:2";
+
+	io_comm_label(out, comm);
+	ck_assert_str_eq(out, "kworker/u8:2");
+	/* A byte that is not UTF-8 becomes U+FFFD; a full 16 bytes stop. */
+	memcpy(comm, "ab\xff" "cdefghijklmnop", NT_COMM_LEN);
+	io_comm_label(out, comm);
+	ck_assert_str_eq(out, "ab\xef\xbf\xbd" "cdefghijklmno");
 }
 END_TEST
 
@@ -341,6 +488,10 @@ int main(void)
 	tcase_add_checked_fixture(fs, sysfs_setup, sysfs_teardown);
 	tcase_add_test(fs, resolve_devices);
 	tcase_add_test(fs, device_names);
+	tcase_add_test(fs, ring_slow_record);
+	tcase_add_test(fs, ring_request_record);
+	tcase_add_test(fs, ring_bad_records);
+	tcase_add_test(tc, comm_labels);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, fs);
 	sr = srunner_create(s);

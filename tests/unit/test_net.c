@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the net probe's user-side logic (plugins/net/net_logic.c). */
+/* Unit tests of the net probe's user-side logic (plugins/net/net_*.c) and
+ * its ring handler, fed with synthetic records through a stand-in host
+ * (probe_host.h), no kernel. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "net_logic.h"
+#include "ntcore/kit/sb.h"
+#include "ntcore/kit/topn.h"
+
+#include "net_int.h"
+#include "probe_host.h"
 
 START_TEST(ports_single_and_ranges)
 {
@@ -94,43 +100,45 @@ static struct net_top_row row(uint64_t key, uint64_t bytes)
 	return r;
 }
 
+#define ROW(t, i) ((const struct net_top_row *)nt_topn_at(&(t), (i), NULL))
+
 START_TEST(top_keeps_largest)
 {
-	struct net_top t;
+	struct nt_topn t;
 
-	ck_assert_int_eq(net_top_init(&t, 3), 0);
+	ck_assert_int_eq(nt_topn_init(&t, 3, sizeof(struct net_top_row)), 0);
 	for (uint64_t k = 1; k <= 6; k++) {
 		struct net_top_row r = row(k, k * 100);
 
 		net_top_offer(&t, &r);
 	}
-	ck_assert_uint_eq(t.n, 3);
-	ck_assert_uint_eq(t.rows[0].key, 6);
-	ck_assert_uint_eq(t.rows[1].key, 5);
-	ck_assert_uint_eq(t.rows[2].key, 4);
+	ck_assert_uint_eq(nt_topn_count(&t), 3);
+	ck_assert_uint_eq(ROW(t, 0)->key, 6);
+	ck_assert_uint_eq(ROW(t, 1)->key, 5);
+	ck_assert_uint_eq(ROW(t, 2)->key, 4);
 	/* A smaller row does not get in. */
 	struct net_top_row small = row(7, 50);
 	net_top_offer(&t, &small);
-	ck_assert_uint_eq(t.rows[2].key, 4);
+	ck_assert_uint_eq(ROW(t, 2)->key, 4);
 	/* The same key replaces its row and re-sorts. */
 	struct net_top_row grown = row(4, 1000);
 	net_top_offer(&t, &grown);
-	ck_assert_uint_eq(t.n, 3);
-	ck_assert_uint_eq(t.rows[0].key, 4);
-	ck_assert_uint_eq(t.rows[0].bytes, 1000);
-	ck_assert_uint_eq(t.rows[1].key, 6);
-	ck_assert_uint_eq(t.rows[2].key, 5);
+	ck_assert_uint_eq(nt_topn_count(&t), 3);
+	ck_assert_uint_eq(ROW(t, 0)->key, 4);
+	ck_assert_uint_eq(ROW(t, 0)->bytes, 1000);
+	ck_assert_uint_eq(ROW(t, 1)->key, 6);
+	ck_assert_uint_eq(ROW(t, 2)->key, 5);
 	/* Shrinking an entry moves it down, and it is not lost. */
 	struct net_top_row shrunk = row(6, 10);
 	net_top_offer(&t, &shrunk);
-	ck_assert_uint_eq(t.n, 3);
-	ck_assert_uint_eq(t.rows[2].key, 6);
-	net_top_free(&t);
+	ck_assert_uint_eq(nt_topn_count(&t), 3);
+	ck_assert_uint_eq(ROW(t, 2)->key, 6);
+	nt_topn_fini(&t);
 
-	ck_assert_int_eq(net_top_init(&t, 0), 0);
+	ck_assert_int_eq(nt_topn_init(&t, 0, sizeof(struct net_top_row)), 0);
 	net_top_offer(&t, &small);
-	ck_assert_uint_eq(t.n, 0);
-	net_top_free(&t);
+	ck_assert_uint_eq(nt_topn_count(&t), 0);
+	nt_topn_fini(&t);
 }
 END_TEST
 
@@ -148,9 +156,9 @@ END_TEST
 START_TEST(report_text)
 {
 	struct net_proc_row procs[3];
-	struct net_top t;
-	char buf[4096];
-	size_t n;
+	struct nt_topn t;
+	struct nt_sb sb;
+	const char *buf;
 
 	memset(procs, 0, sizeof(procs));
 	procs[0].pid = 10;
@@ -167,7 +175,7 @@ START_TEST(report_text)
 	strcpy(procs[2].proto, "tcp");
 	procs[2].tx_bytes = 5000;
 
-	ck_assert_int_eq(net_top_init(&t, 2), 0);
+	ck_assert_int_eq(nt_topn_init(&t, 2, sizeof(struct net_top_row)), 0);
 	struct net_top_row r = row(1, 4096);
 	r.pid = 20;
 	strcpy(r.comm, "big");
@@ -182,8 +190,11 @@ START_TEST(report_text)
 	r.closed = 1;
 	net_top_offer(&t, &r);
 
-	n = net_format_report(buf, sizeof(buf), 4, procs, 3, 2, &t);
-	ck_assert_uint_eq(n, strlen(buf));
+	nt_sb_init(&sb, 4095);
+	net_format_report(&sb, 4, procs, 3, 2, &t);
+	ck_assert(!sb.failed);
+	buf = nt_sb_str(&sb);
+	ck_assert_uint_eq(sb.len, strlen(buf));
 	ck_assert_ptr_nonnull(strstr(buf, "net: 4 active connections\n"));
 	/* Sorted by traffic, cut at 2 rows: big, mid; small is left out. */
 	char *big = strstr(buf, "\n20 "), *mid = strstr(buf, "\n30 ");
@@ -196,12 +207,162 @@ START_TEST(report_text)
 	ck_assert_ptr_nonnull(strstr(buf, "127.0.0.1:40000"));
 	ck_assert_ptr_nonnull(strstr(buf, " 55 closed"));
 
-	/* Truncation behaves like snprintf. */
+	/* Cut short, the text ends at a whole append (the kit's builder):
+	 * here the first line does not fit, so nothing is kept. */
 	char tiny[16];
-	size_t m = net_format_report(tiny, sizeof(tiny), 4, procs, 3, 2, &t);
-	ck_assert_uint_eq(m, n);
-	ck_assert_uint_eq(strlen(tiny), sizeof(tiny) - 1);
-	net_top_free(&t);
+	struct nt_sb small;
+	nt_sb_init_buf(&small, tiny, sizeof(tiny));
+	net_format_report(&small, 4, procs, 3, 2, &t);
+	ck_assert(small.failed);
+	ck_assert_uint_eq(small.len, 0);
+	/* With room for the first line only, that line is kept whole. */
+	char some[40];
+	nt_sb_init_buf(&small, some, sizeof(some));
+	net_format_report(&small, 4, procs, 3, 2, &t);
+	ck_assert_str_eq(some, "net: 4 active connections\n");
+	nt_sb_fini(&sb);
+	nt_topn_fini(&t);
+}
+END_TEST
+
+/* ---- the ring handler, on synthetic records ------------------------- */
+
+static struct net_cfg ring_cfg;
+
+/* A state as init and attach leave it, with the stand-in host. */
+static void ring_state(struct net_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	memset(&ring_cfg, 0, sizeof(ring_cfg));
+	ring_cfg.tcp = ring_cfg.udp = true;
+	ring_cfg.conn_events = true;
+	ring_cfg.top_n = 2;
+	st->inst = &PH.inst;
+	st->host = &probe_host;
+	st->cfg = &ring_cfg;
+	st->ev_open = 1;
+	st->ev_close = 2;
+	st->ev_reset = 3;
+	st->ev_fail = 4;
+	for (int i = 0; i < NET_M_COUNT; i++)
+		st->m[i] = probe_host.metric_register(st->inst, &net_metrics[i]);
+	ck_assert_int_eq(nt_topn_init(&st->closed_top, 2,
+				      sizeof(struct net_top_row)), 0);
+	ph_reset();
+}
+
+static struct net_conn_ev conn_rec(uint32_t type, uint64_t cookie,
+				   uint64_t tx, uint64_t rx)
+{
+	struct net_conn_ev e;
+
+	memset(&e, 0, sizeof(e));
+	e.hdr.type = type;
+	e.hdr.size = sizeof(e);
+	e.hdr.pid = 777;
+	e.hdr.tid = 778;
+	strcpy(e.hdr.comm, "curl");
+	e.laddr[10] = e.laddr[11] = 0xff;
+	e.laddr[12] = 127;
+	e.laddr[15] = 1;
+	memcpy(e.raddr, e.laddr, 16);
+	e.lport = 40000;
+	e.rport = 443;
+	strcpy(e.proto, "tcp");
+	e.family = 4;
+	e.reason = NET_EV_CLOSE;
+	e.closed = 1;
+	strcpy(e.role, "active");
+	e.cookie = cookie;
+	e.tx_bytes = tx;
+	e.rx_bytes = rx;
+	e.srtt_ns = 55000;
+	return e;
+}
+
+START_TEST(ring_close_record)
+{
+	struct net_state st;
+	struct net_conn_ev e, grown;
+	const struct net_top_row *r;
+
+	ring_state(&st);
+	e = conn_rec(2, 0xc0ffee, 100, 900);
+	ck_assert_int_eq(net_on_record(&st, &e, sizeof(e)), 0);
+	ck_assert_uint_eq(PH.n_events, 1);
+	ck_assert_int_eq(memcmp(PH.events[0], &e, sizeof(e)), 0);
+	ck_assert_int_eq(ph_find("observe", "ntcore_net_tcp_srtt_seconds{}"), 0);
+	ck_assert(PH.updates[0].value == 55e-6);
+	ck_assert_uint_eq(nt_topn_count(&st.closed_top), 1);
+	r = nt_topn_at(&st.closed_top, 0, NULL);
+	ck_assert_uint_eq(r->key, 0xc0ffee);
+	ck_assert_uint_eq(r->bytes, 1000);
+	ck_assert_uint_eq(r->pid, 777);
+	ck_assert_str_eq(r->comm, "curl");
+	ck_assert_str_eq(r->proto, "tcp");
+	ck_assert_int_eq(r->closed, 1);
+	/* The same socket again replaces its row. */
+	grown = conn_rec(2, 0xc0ffee, 5000, 5000);
+	net_on_record(&st, &grown, sizeof(grown));
+	ck_assert_uint_eq(nt_topn_count(&st.closed_top), 1);
+	ck_assert_uint_eq(((const struct net_top_row *)
+			   nt_topn_at(&st.closed_top, 0, NULL))->bytes, 10000);
+	/* A UDP close has no RTT to observe. */
+	e = conn_rec(2, 0xbeef, 1, 1);
+	strcpy(e.proto, "udp");
+	net_on_record(&st, &e, sizeof(e));
+	ck_assert_uint_eq(PH.n_updates, 2);
+	ck_assert_uint_eq(PH.n_events, 3);
+	ck_assert_uint_eq(nt_topn_count(&st.closed_top), 2);
+	ph_reset();
+	nt_topn_fini(&st.closed_top);
+}
+END_TEST
+
+START_TEST(ring_fail_record)
+{
+	struct net_state st;
+	struct net_conn_ev e;
+
+	ring_state(&st);
+	e = conn_rec(4, 1, 0, 0);
+	e.reason = NET_EV_CONNECT_FAIL;
+	memcpy(e.hdr.comm, "bad\xfe", 5);
+	net_on_record(&st, &e, sizeof(e));
+	net_on_record(&st, &e, sizeof(e));
+	ck_assert_int_eq(ph_find("add", "ntcore_net_tcp_connect_failures_total{777,bad\xef\xbf\xbd}"), 0);
+	ck_assert_int_eq(ph_find("add", "ntcore_net_tcp_connect_failures_total{777,bad\xef\xbf\xbd}"), 0);
+	ck_assert_uint_eq(PH.n_updates, 2);
+	ck_assert_uint_eq(PH.n_events, 2);
+	ck_assert_uint_eq(nt_topn_count(&st.closed_top), 0);
+	/* conn_events = false: counted, not published. */
+	ring_cfg.conn_events = false;
+	net_on_record(&st, &e, sizeof(e));
+	ck_assert_uint_eq(PH.n_updates, 3);
+	ck_assert_uint_eq(PH.n_events, 2);
+	ph_reset();
+	nt_topn_fini(&st.closed_top);
+}
+END_TEST
+
+START_TEST(ring_bad_records)
+{
+	struct net_state st;
+	struct net_conn_ev e;
+
+	ring_state(&st);
+	e = conn_rec(2, 9, 10, 10);
+	e.hdr.size = sizeof(e) + 8; /* more than the ring holds: counted */
+	net_on_record(&st, &e, sizeof(e));
+	ck_assert_uint_eq(PH.drops_bpf, 1);
+	e.hdr.size = sizeof(e);
+	net_on_record(&st, &e, sizeof(e) - 1); /* short: ignored */
+	net_on_record(&st, &e, 0);
+	ck_assert_uint_eq(PH.n_events, 0);
+	ck_assert_uint_eq(PH.n_updates, 0);
+	ck_assert_uint_eq(PH.drops_bpf, 1);
+	ck_assert_uint_eq(nt_topn_count(&st.closed_top), 0);
+	nt_topn_fini(&st.closed_top);
 }
 END_TEST
 
@@ -220,6 +381,9 @@ int main(void)
 	tcase_add_test(tc, top_keeps_largest);
 	tcase_add_test(tc, bytes_formatting);
 	tcase_add_test(tc, report_text);
+	tcase_add_test(tc, ring_close_record);
+	tcase_add_test(tc, ring_fail_record);
+	tcase_add_test(tc, ring_bad_records);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
