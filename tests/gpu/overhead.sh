@@ -67,7 +67,7 @@ done
 cuda_line=$(grep -E '^\s*\{ plugin = "cuda";' "$ROOT/conf.d/training.conf" | sed 's/#.*//; s/ *},* *$//')
 cat >"$T/oom.conf" <<C
 plugins = (
-  $cuda_line; launch_events = true; },
+  $cuda_line launch_events = true; },
   { plugin = "cuda_oom"; },
   { plugin = "file"; path = "$T/oom.jsonl"; events = [ "alert.*" ]; }
 );

@@ -216,6 +216,18 @@ def bpf_stats(on):
         pass
 
 
+def launches_counted():
+    """ntcore_cuda_launches_total in the last run's file sink (the worker
+    is idle outside its windows, so this is the window's launches)."""
+    last, path = {}, os.path.join(T, "ntcore-training.jsonl")
+    for line in open(path) if os.path.exists(path) else []:
+        if '"ntcore_cuda_launches_total"' in line:
+            e = json.loads(line)
+            if e.get("type") == "metric":  # snapshots: the last per series
+                last[json.dumps(e.get("labels"), sort_keys=True)] = e.get("value", 0)
+    return sum(last.values())
+
+
 def run_config(w, name, conf, pairs, window_s, stats):
     """`pairs` interleaved pairs of windows on worker `w`."""
     rows = []
@@ -228,13 +240,18 @@ def run_config(w, name, conf, pairs, window_s, stats):
                 t = [float(x) for x in w.window(window_s).split()]
                 row["off"] = statistics.median(t)
                 continue
+            path = os.path.join(T, "ntcore-training.jsonl")
+            if os.path.exists(path):
+                os.unlink(path)
             nt = Ntcore(conf, w.pid, "%s-%s-%d" % (w.mode, name, i))
             t = [float(x) for x in w.window(window_s).split()]
             hwm, ns, runs = nt.sample()
             rc = nt.stop()
+            launches = launches_counted() if name.startswith("cuda") else 0
             row.update(on=statistics.median(t), steps=len(t), attach_ms=nt.attach_ms,
                        stop_ms=nt.stop_ms, hwm_mb=max(hwm, nt.peak_mb), bpf_ns=ns,
-                       bpf_runs=runs, cpu_s=nt.cpu_s, rc=rc)
+                       bpf_runs=runs, cpu_s=nt.cpu_s, rc=rc,
+                       launches_per_step=launches / len(t))
         row["ratio"] = row["on"] / row["off"] - 1
         rows.append(row)
     r = [x["ratio"] * 100 for x in rows]
@@ -251,6 +268,7 @@ def run_config(w, name, conf, pairs, window_s, stats):
         "bpf_runs_per_step": statistics.median(x["bpf_runs"] / x["steps"] for x in rows),
         "nt_cpu_s_per_window": statistics.median(x["cpu_s"] for x in rows),
         "bpf_stats": stats,
+        "launches_per_step": statistics.median(x["launches_per_step"] for x in rows),
         "ntcore_failed": sum(1 for x in rows if x["rc"] not in (0,)),
         "rows": rows,
     }
@@ -363,6 +381,8 @@ def summary(results):
                    % (r["workload"], r["config"], r["median_pct"], r["p25_pct"], r["p75_pct"],
                       r["pairs"], r["step_off_ms"], bpf, r["nt_cpu_s_per_window"],
                       r["attach_ms"], r["stop_ms"], r["peak_rss_mb"], verdict))
+        if r["launches_per_step"]:
+            out.append("        (cuda counted %.0f kernel launches per step)" % r["launches_per_step"])
     rss = max((r["peak_rss_mb"] for r in results if r.get("config") == "training"), default=0)
     out.append("ntcore peak RSS under training.conf: %d MB  %s"
                % (rss, "PASS" if 0 < rss <= 64 else "FAIL (<= 64 MB)"))
