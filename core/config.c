@@ -435,43 +435,115 @@ static int expect_type(struct nt_config *c, const config_setting_t *s,
 	return -1;
 }
 
+/* A string, or a list of strings, into a NULL-terminated array whose
+ * strings libconfig owns; NULL when `s` is neither. */
+static const char **strings_of(const config_setting_t *s, size_t *n)
+{
+	const char **v;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		*n = 1;
+		v = calloc(2, sizeof(char *));
+		if (v)
+			v[0] = config_setting_get_string(s);
+		return v;
+	}
+	if (!is_string_list(s))
+		return NULL;
+	*n = (size_t)config_setting_length(s);
+	v = calloc(*n + 1, sizeof(char *));
+	for (size_t d = 0; v && d < *n; d++)
+		v[d] = config_setting_get_string_elem(s, (int)d);
+	return v;
+}
+
+/* identity_families: ( { match = "ntcore_sched_*"; labels = [...]; }, ... ) */
+static int load_identity_families(struct nt_config *c, const config_setting_t *s)
+{
+	int n = config_setting_type(s) == CONFIG_TYPE_LIST ? config_setting_length(s) : -1;
+
+	if (n < 0) {
+		nt_config_error(c, line_of(s), NULL,
+				"identity_families: expected a list of groups ( { match = \"GLOB\"; labels = [...]; } )");
+		return -1;
+	}
+	c->id_families = calloc((size_t)n + 1, sizeof(*c->id_families));
+	for (int i = 0; c->id_families && i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
+		const config_setting_t *m = config_setting_get_member(g, "match");
+		const config_setting_t *l = config_setting_get_member(g, "labels");
+		struct nt_id_family *f = &c->id_families[c->n_id_families];
+
+		if (!m || config_setting_type(m) != CONFIG_TYPE_STRING || !l ||
+		    !(f->labels = strings_of(l, &f->n_labels))) {
+			nt_config_error(c, line_of(g), NULL,
+					"identity_families: each group needs match = \"GLOB\" and labels = [\"pid\", \"comm\", ...]");
+			return -1;
+		}
+		f->match = config_setting_get_string(m);
+		c->n_id_families++;
+	}
+	return 0;
+}
+
+static int load_daemon_key(struct nt_config *c, const config_setting_t *s)
+{
+	const char *name = config_setting_name(s);
+
+	if (strcmp(name, "log_level") == 0) {
+		if (expect_type(c, s, CONFIG_TYPE_STRING, "a string", NULL))
+			return -1;
+		c->log_level = nt_log_level_parse(config_setting_get_string(s));
+		if (c->log_level < 0) {
+			nt_config_error(c, line_of(s), NULL,
+					"log_level: expected \"error\", \"warn\", \"info\" or \"debug\"");
+			return -1;
+		}
+	} else if (strcmp(name, "plugin_dirs") == 0) {
+		if (!is_string_list(s) || !(c->plugin_dirs = strings_of(s, &c->n_plugin_dirs))) {
+			nt_config_error(c, line_of(s), NULL,
+					"plugin_dirs: expected a list of strings");
+			return -1;
+		}
+	} else if (strcmp(name, "cgroup") == 0) {
+		if (!(c->cgroups = strings_of(s, &c->n_cgroups))) {
+			nt_config_error(c, line_of(s), NULL,
+					"cgroup: expected a cgroup path or a list of them");
+			return -1;
+		}
+	} else if (strcmp(name, "identity_labels") == 0) {
+		if (!(c->id_labels = strings_of(s, &c->n_id_labels))) {
+			nt_config_error(c, line_of(s), NULL,
+					"identity_labels: expected a list of \"pid\", \"tid\", \"comm\", \"cgroup\", \"container\", \"pod\"");
+			return -1;
+		}
+		c->id_labels_line = line_of(s);
+	} else if (strcmp(name, "identity_families") == 0) {
+		return load_identity_families(c, s);
+	} else if (strcmp(name, "kubelet_dir") == 0) {
+		if (expect_type(c, s, CONFIG_TYPE_STRING, "a string", NULL))
+			return -1;
+		c->kubelet_dir = config_setting_get_string(s);
+	} else if (strcmp(name, "downward_dir") == 0) {
+		if (expect_type(c, s, CONFIG_TYPE_STRING, "a string", NULL))
+			return -1;
+		c->downward_dir = config_setting_get_string(s);
+	} else {
+		nt_config_error(c, line_of(s), NULL,
+				"unknown key 'ntcore.%s' (known: log_level, plugin_dirs, cgroup, identity_labels, identity_families, kubelet_dir, downward_dir)",
+				name);
+		return -1;
+	}
+	return 0;
+}
+
 static int load_daemon_group(struct nt_config *c, const config_setting_t *g)
 {
 	int errors = 0;
 
-	for (int i = 0; i < config_setting_length(g); i++) {
-		config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
-		const char *name = config_setting_name(s);
-		if (strcmp(name, "log_level") == 0) {
-			if (expect_type(c, s, CONFIG_TYPE_STRING, "a string", NULL)) {
-				errors++;
-				continue;
-			}
-			c->log_level = nt_log_level_parse(config_setting_get_string(s));
-			if (c->log_level < 0) {
-				nt_config_error(c, line_of(s), NULL,
-						"log_level: expected \"error\", \"warn\", \"info\" or \"debug\"");
-				errors++;
-			}
-		} else if (strcmp(name, "plugin_dirs") == 0) {
-			if (!is_string_list(s)) {
-				nt_config_error(c, line_of(s), NULL,
-						"plugin_dirs: expected a list of strings");
-				errors++;
-				continue;
-			}
-			c->n_plugin_dirs = (size_t)config_setting_length(s);
-			c->plugin_dirs = calloc(c->n_plugin_dirs + 1, sizeof(char *));
-			for (size_t d = 0; c->plugin_dirs && d < c->n_plugin_dirs; d++)
-				c->plugin_dirs[d] =
-					config_setting_get_string_elem(s, (int)d);
-		} else {
-			nt_config_error(c, line_of(s), NULL,
-					"unknown key 'ntcore.%s' (known: log_level, plugin_dirs)",
-					name);
+	for (int i = 0; i < config_setting_length(g); i++)
+		if (load_daemon_key(c, config_setting_get_elem(g, (unsigned)i)))
 			errors++;
-		}
-	}
 	return errors ? -1 : 0;
 }
 
@@ -668,6 +740,11 @@ void nt_config_free(struct nt_config *c)
 		free(c->insts[i].events);
 	free(c->insts);
 	free(c->plugin_dirs);
+	free(c->cgroups);
+	free(c->id_labels);
+	for (size_t i = 0; i < c->n_id_families; i++)
+		free(c->id_families[i].labels);
+	free(c->id_families);
 	free(c->path);
 	nt_conf_src_free(&c->src);
 	config_destroy(&c->cfg);

@@ -41,6 +41,14 @@ struct nt_inst_cfg {
 	int line;
 };
 
+/* identity_families: which identity labels the metric families whose
+ * names match a glob carry (issue 21). Strings owned by libconfig. */
+struct nt_id_family {
+	const char *match;
+	const char **labels;
+	size_t n_labels;
+};
+
 struct nt_config {
 	config_t cfg;
 	char *path;
@@ -49,6 +57,15 @@ struct nt_config {
 	int log_level;
 	const char **plugin_dirs;
 	size_t n_plugin_dirs;
+	const char **cgroups;   /* ntcore.cgroup: target cgroups */
+	size_t n_cgroups;
+	const char **id_labels; /* ntcore.identity_labels, NULL: auto */
+	size_t n_id_labels;
+	int id_labels_line;
+	struct nt_id_family *id_families;
+	size_t n_id_families;
+	const char *kubelet_dir; /* NULL: the default, "": not read */
+	const char *downward_dir; /* a downward-API volume, or NULL */
 	struct nt_inst_cfg *insts;
 	size_t n_insts;
 };

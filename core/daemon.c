@@ -66,6 +66,7 @@ static const char *const self_inst_labels[] = {"plugin"};
 static const char *const self_drop_labels[] = {"stage", "plugin"};
 static const char *const self_state_labels[] = {"plugin", "kind", "state"};
 static const char *const self_build_labels[] = {"version", "abi"};
+static const char *const self_ident_labels[] = {"what"};
 
 static const struct nt_metric_desc self_metric_descs[] = {
 	{.name = "ntcore_events_in_total",
@@ -83,6 +84,9 @@ static const struct nt_metric_desc self_metric_descs[] = {
 	{.name = "ntcore_build_info",
 	 .help = "ntcore version and plugin ABI; always 1",
 	 .type = NT_METRIC_GAUGE, .n_labels = 2, .label_names = self_build_labels},
+	{.name = "ntcore_identity_cache",
+	 .help = "Process identity cache: entries held, and resolved, hits, evicted (forgotten at exit), failed (process gone) since start",
+	 .type = NT_METRIC_GAUGE, .n_labels = 1, .label_names = self_ident_labels},
 };
 
 static const char *state_name(enum nt_inst_state st)
@@ -109,7 +113,7 @@ static int64_t wall_offset(void)
 static void register_self_metrics(struct nt_daemon *d)
 {
 	struct nt_metric **slots[] = {&d->m_in, &d->m_out, &d->m_dropped,
-				      &d->m_state, &d->m_build};
+				      &d->m_state, &d->m_build, &d->m_ident};
 	const char *why;
 
 	for (size_t i = 0; i < NT_ARRAY_LEN(slots); i++)
@@ -129,6 +133,22 @@ static void set_state(struct nt_instance *inst, enum nt_inst_state st)
 	nt_metric_set(inst->d->m_state, now, 1);
 }
 
+/* How long an exited process's identity is kept for its late records. */
+#define NT_IDENT_GRACE_NS 2000000000ull
+
+static void sync_ident_metrics(struct nt_daemon *d)
+{
+	struct nt_ident_cache *c = &d->ident;
+	const char *what[][1] = {{"entries"}, {"resolved"}, {"hits"}, {"evicted"}, {"failed"}};
+
+	pthread_mutex_lock(&c->lock);
+	double v[] = {(double)c->n_entries, (double)c->resolved, (double)c->hits,
+		      (double)c->evicted, (double)c->failed};
+	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < NT_ARRAY_LEN(v); i++)
+		nt_metric_set(d->m_ident, what[i], v[i]);
+}
+
 void nt_daemon_sync_self_metrics(struct nt_daemon *d)
 {
 	for (size_t i = 0; i < d->n_insts; i++) {
@@ -145,6 +165,10 @@ void nt_daemon_sync_self_metrics(struct nt_daemon *d)
 			nt_metric_add(d->m_out, label, (double)(out - inst->synced_out));
 			inst->synced_out = out;
 		}
+	}
+	if (d->ident.buckets) {
+		nt_ident_sweep(&d->ident, NT_IDENT_GRACE_NS);
+		sync_ident_metrics(d);
 	}
 	uint64_t bus_drops = d->bus.dropped_unknown + d->bus.dropped_short;
 	if (bus_drops != d->bus_drops_synced) {
@@ -831,6 +855,11 @@ static int publish_follow(void *ctx, void *data, size_t size)
 		nt_symbolizer_forget(&d->sym, ev->pid, ev->ts_ns);
 	if (ev->type == d->exit_type && ev->size >= sizeof(struct nt_proc_exit))
 		log_pid_target_exit(d, (const struct nt_proc_exit *)ev);
+	if (ev->type == d->exit_type && d->ident.buckets)
+		nt_ident_forget(&d->ident, ev->pid);
+	if (ev->type == d->exit_type && ev->size >= sizeof(struct nt_proc_exit) &&
+	    ((const struct nt_proc_exit *)ev)->pad[0] == NT_EXIT_IDENTITY_ONLY)
+		return 0; /* not a target: nobody asked for its proc.exit */
 	d->core.events_in++;
 	nt_bus_publish(&d->bus, ev);
 	return 0;
@@ -910,9 +939,31 @@ static int reload(struct nt_daemon *d)
 	return status ? -1 : 0;
 }
 
+/* --cgroup and ntcore.cgroup: every process in those subtrees, now and
+ * later (the follow program adds forks, execs and moves into them). */
+static int add_cgroup_targets(struct nt_daemon *d)
+{
+	char why[512];
+
+	for (size_t k = 0; k < d->opt.n_cgroups + d->cfg.n_cgroups; k++) {
+		const char *path = k < d->opt.n_cgroups
+					   ? d->opt.cgroups[k]
+					   : d->cfg.cgroups[k - d->opt.n_cgroups];
+		int n = nt_targets_add_cgroup(&d->targets, path, why, sizeof(why));
+		if (n < 0) {
+			nt_log(NT_LOG_ERROR, NULL, "%s", why);
+			return 2;
+		}
+		nt_log(NT_LOG_INFO, NULL, "cgroup %s: %d process%s now, and those started there later",
+		       path, n, n == 1 ? "" : "es");
+	}
+	return 0;
+}
+
 static int setup_targets(struct nt_daemon *d)
 {
-	bool filtered = d->opt.n_pids > 0 || d->opt.argv;
+	bool by_cgroup = d->opt.n_cgroups + d->cfg.n_cgroups > 0;
+	bool filtered = d->opt.n_pids > 0 || d->opt.argv || by_cgroup;
 	char why[512];
 	int rc;
 
@@ -924,7 +975,8 @@ static int setup_targets(struct nt_daemon *d)
 	}
 	if (filtered && !d->can_trace) {
 		nt_log(NT_LOG_ERROR, NULL, "cannot trace %s: tracing needs %s",
-		       d->opt.argv ? "the command" : "the -p processes", d->privs_need);
+		       d->opt.argv ? "the command" : by_cgroup ? "the cgroup" : "the -p processes",
+		       d->privs_need);
 		return 1;
 	}
 
@@ -934,13 +986,27 @@ static int setup_targets(struct nt_daemon *d)
 			       d->opt.pids[i]);
 			return 2;
 		}
-	if (nt_targets_open(&d->targets, filtered, d->exit_type, d->exec_type,
+	/* Host-wide, the follow program reports the exits of processes whose
+	 * identity is cached; without privileges the cache is only bounded. */
+	if (nt_targets_open(&d->targets, filtered, by_cgroup,
+			    !filtered && d->can_trace, d->exit_type, d->exec_type,
 			    publish_follow, d, why, sizeof(why))) {
-		nt_log(NT_LOG_ERROR, NULL, "%s", why);
-		return 1;
+		if (filtered) {
+			nt_log(NT_LOG_ERROR, NULL, "%s", why);
+			return 1;
+		}
+		/* host-wide it only served the identity cache: go on without */
+		nt_log(NT_LOG_WARN, NULL,
+		       "exits of processes are not reported (%s): the identity cache is only bounded",
+		       why);
+		nt_targets_close(&d->targets);
+		nt_targets_open(&d->targets, false, false, false, d->exit_type,
+				d->exec_type, publish_follow, d, why, sizeof(why));
 	}
 	for (size_t i = 0; i < d->opt.n_pids; i++)
 		nt_targets_add(&d->targets, d->opt.pids[i]);
+	if ((rc = add_cgroup_targets(d)))
+		return rc;
 	if (d->opt.argv) {
 		d->child = nt_child_spawn(d->opt.argv, &d->child_gate);
 		if (d->child < 0) {
@@ -1026,6 +1092,7 @@ static void daemon_init(struct nt_daemon *d, const struct nt_options *opt)
 	nt_registry_init(&d->reg);
 	nt_symbolizer_init(&d->sym);
 	d->targets.map_fd = -1;
+	d->targets.known_fd = -1;
 	d->core.d = d;
 	snprintf(d->core.name, sizeof(d->core.name), "core");
 	snprintf(d->core.prefix, sizeof(d->core.prefix), "core");
@@ -1058,6 +1125,9 @@ static void daemon_fini(struct nt_daemon *d)
 	nt_host_release(d);
 	nt_bus_fini(&d->bus);
 	nt_registry_fini(&d->reg);
+	nt_label_policy_free(&d->labels);
+	if (d->ident.buckets)
+		nt_ident_cache_fini(&d->ident);
 	nt_config_free(&d->cfg);
 	nt_sinks_fini(d);
 	pthread_mutex_destroy(&d->outputs_lock);
@@ -1078,12 +1148,74 @@ static void abandon_child(struct nt_daemon *d)
 		waitpid(d->child, NULL, 0);
 }
 
+static int ident_of(void *ctx, uint32_t pid, struct nt_identity *out)
+{
+	return nt_ident_get(ctx, pid, out);
+}
+
+/* A pid was resolved: ask the follow program for its exit. */
+static void ident_resolved(void *ctx, uint32_t pid)
+{
+	struct nt_daemon *d = ctx;
+
+	nt_targets_known(&d->targets, pid);
+}
+
+/* Identity (issue 21): the cache, and the label policy of metric
+ * families, from ntcore.identity_labels / identity_families / kubelet_dir.
+ * Unset, a host-wide run drops pid and tid (NT_IDL_HOSTWIDE) and a run
+ * with targets keeps the labels as declared. */
+static int identity_setup(struct nt_daemon *d)
+{
+	bool targeted = d->opt.n_pids || d->opt.argv || d->opt.n_cgroups ||
+			d->cfg.n_cgroups;
+	const char *bad;
+	uint32_t mask;
+
+	if (nt_ident_cache_init(&d->ident, 0, "/proc",
+				d->cfg.kubelet_dir ? d->cfg.kubelet_dir : "/var/lib/kubelet"))
+		return 1;
+	if (d->cfg.downward_dir && nt_ident_cache_downward(&d->ident, d->cfg.downward_dir))
+		nt_log(NT_LOG_WARN, NULL,
+		       "downward_dir %s: no pod uid file there (a downward-API volume with uid, name, namespace); not used",
+		       d->cfg.downward_dir);
+	d->ident.on_resolved = ident_resolved;
+	d->ident.ctx = d;
+	d->labels.ident = ident_of;
+	d->labels.ctx = &d->ident;
+	d->labels.default_mask = targeted ? NT_IDL_DECLARED : NT_IDL_HOSTWIDE;
+	if (d->cfg.id_labels) {
+		if (nt_label_mask_parse(d->cfg.id_labels, d->cfg.n_id_labels, &mask, &bad)) {
+			nt_log(NT_LOG_ERROR, NULL,
+			       "%s:%d: identity_labels: unknown label '%s' (known: pid, tid, comm, cgroup, container, pod, or \"declared\" alone)",
+			       d->cfg.path, d->cfg.id_labels_line, bad);
+			return 2;
+		}
+		d->labels.default_mask = mask;
+	}
+	for (size_t i = 0; i < d->cfg.n_id_families; i++) {
+		const struct nt_id_family *f = &d->cfg.id_families[i];
+		if (nt_label_mask_parse(f->labels, f->n_labels, &mask, &bad)) {
+			nt_log(NT_LOG_ERROR, NULL,
+			       "%s: identity_families '%s': unknown label '%s'",
+			       d->cfg.path, f->match, bad);
+			return 2;
+		}
+		if (nt_label_policy_add_rule(&d->labels, f->match, mask))
+			return 1;
+	}
+	d->reg.policy = &d->labels;
+	return 0;
+}
+
 static int daemon_prepare(struct nt_daemon *d)
 {
 	int status;
 
 	if (nt_config_load(&d->cfg, d->opt.config_path, d->opt.config_text, stderr))
 		return 2;
+	if ((status = identity_setup(d)))
+		return status;
 	if ((status = instances_load(d)))
 		return status;
 	d->loop = ev_default_loop(EVFLAG_AUTO);

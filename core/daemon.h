@@ -16,6 +16,8 @@
 #include "bus.h"
 #include "config.h"
 #include "loader.h"
+#include "ident.h"
+#include "labels.h"
 #include "loghold.h"
 #include "metrics.h"
 #include "outputs.h"
@@ -68,6 +70,8 @@ struct nt_options {
 	const char *config_text; /* the embedded default when non-NULL */
 	uint32_t *pids;
 	size_t n_pids;
+	const char **cgroups; /* --cgroup PATH, repeatable */
+	size_t n_cgroups;
 	double duration_s;
 	bool verbose;
 	bool check_only;
@@ -82,6 +86,8 @@ struct nt_daemon {
 	struct nt_registry reg;
 	struct nt_targets targets;
 	struct nt_symbolizer sym;
+	struct nt_ident_cache ident;   /* process identity (issue 21) */
+	struct nt_label_policy labels; /* identity labels of metric families */
 	struct nt_instance **insts;
 	size_t n_insts;
 	struct nt_instance core; /* publishes proc.exit, owns self-metrics */
@@ -92,7 +98,7 @@ struct nt_daemon {
 	uint32_t exit_type, exec_type;
 	uint64_t bus_drops_synced;
 	uint32_t trim_ticks; /* selfsync ticks since the last malloc_trim */
-	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build;
+	struct nt_metric *m_in, *m_out, *m_dropped, *m_state, *m_build, *m_ident;
 	pid_t child;
 	int child_gate;
 	char **child_env;  /* "NAME=VALUE" given to the child at the gate */

@@ -362,6 +362,12 @@ static void host_output_written(struct nt_instance *inst, const char *path,
 		host_log(inst, NT_LOG_WARN, "wrote %s", path); /* say it now, then */
 }
 
+static int host_identity(struct nt_instance *inst, uint32_t pid,
+			 struct nt_identity *out)
+{
+	return nt_ident_get(&inst->d->ident, pid, out);
+}
+
 static bool host_stop_now(struct nt_instance *inst)
 {
 	return nt_daemon_stop_now(inst->d);
@@ -398,4 +404,5 @@ const struct nt_host nt_host_vtable = {
 	.child_setenv = host_child_setenv,
 	.output_written = host_output_written,
 	.stop_now = host_stop_now,
+	.identity = host_identity,
 };

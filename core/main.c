@@ -13,11 +13,14 @@ extern const char nt_default_conf[];
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: ntcore [-c FILE] [-p PID]... [-d SECONDS] [-v] [--check]\n"
+		"usage: ntcore [-c FILE] [-p PID]... [--cgroup PATH]... [-d SECONDS] [-v] [--check]\n"
 		"              [--list-plugins] [--help-plugin NAME] [-- CMD ARGS]\n"
 		"\n"
 		"  -c, --config FILE      configuration (default: the embedded default.conf)\n"
 		"  -p, --pid PID          trace this process and its children (repeatable)\n"
+		"      --cgroup PATH      trace every process in this cgroup v2 subtree,\n"
+		"                         including ones started or moved there later\n"
+		"                         (repeatable; relative to the cgroup2 mount)\n"
 		"  -d, --duration SECS    stop after SECS seconds\n"
 		"  -v, --verbose          debug logging\n"
 		"      --check            validate the configuration and plugins, then exit\n"
@@ -52,7 +55,7 @@ static int parse_duration(const char *text, double *out)
 	return errno || end == text || *end || !(*out > 0) ? -1 : 0;
 }
 
-enum { OPT_CHECK = 256, OPT_LIST, OPT_HELP_PLUGIN, OPT_VERSION };
+enum { OPT_CHECK = 256, OPT_LIST, OPT_HELP_PLUGIN, OPT_VERSION, OPT_CGROUP };
 
 static const struct option long_options[] = {
 	{"config", required_argument, NULL, 'c'},
@@ -64,6 +67,7 @@ static const struct option long_options[] = {
 	{"list-plugins", no_argument, NULL, OPT_LIST},
 	{"help-plugin", required_argument, NULL, OPT_HELP_PLUGIN},
 	{"version", no_argument, NULL, OPT_VERSION},
+	{"cgroup", required_argument, NULL, OPT_CGROUP},
 	{NULL, 0, NULL, 0},
 };
 
@@ -117,6 +121,18 @@ int main(int argc, char **argv)
 		case OPT_HELP_PLUGIN:
 			help_plugin = optarg;
 			break;
+		case OPT_CGROUP: {
+			const char **grown = realloc(opt.cgroups, (opt.n_cgroups + 1) * sizeof(*grown));
+			if (!grown)
+				return 1;
+			opt.cgroups = grown;
+			if (!*optarg) {
+				fprintf(stderr, "ntcore: --cgroup: expected a cgroup path\n");
+				return 2;
+			}
+			opt.cgroups[opt.n_cgroups++] = optarg;
+			break;
+		}
 		case OPT_VERSION:
 			printf("ntcore %s (plugin ABI %s)\n", NTCORE_VERSION, NT_ABI_TEXT);
 			free(opt.pids);
@@ -140,5 +156,6 @@ int main(int argc, char **argv)
 	else
 		status = nt_daemon_run(&opt);
 	free(opt.pids);
+	free(opt.cgroups);
 	return status;
 }

@@ -28,7 +28,23 @@ struct nt_metric {
 	uint32_t *index; /* open addressing: series position + 1, 0 empty */
 	size_t index_cap;
 	uint64_t overflow;
+	/* Identity labels: the declared labels map to the exposed ones
+	 * (labels.h); NULL when the family is exposed as declared. */
+	struct nt_label_map *lmap;
+	char **decl_names; /* the declared label names, n_decl of them */
+	uint32_t n_decl;
+	/* Without pid, one exposed series sums several processes. A plugin
+	 * that sets a per-process value (a total read from a BPF map, an RSS)
+	 * must add to the sum, not replace it: the shadow keeps the last
+	 * value of each declared series, and a set adds the difference.
+	 * Only for additive families (additive()). */
+	struct nt_metric *shadow;
 };
+
+#define NT_SHADOW_MAX_SERIES 65536
+
+/* Room for the labels of a family: declared, plus identity ones. */
+#define NT_LABELS_ROOM 48
 
 static char *dup_or_empty(const char *s)
 {
@@ -49,6 +65,10 @@ static void series_free(struct nt_metric *m, struct series *s)
 	free(s->buckets);
 }
 
+static void family_free(struct nt_metric *m);
+static struct nt_metric *family_new(struct nt_registry *reg,
+				    const struct nt_metric_desc *d, bool plain);
+
 static void family_free(struct nt_metric *m)
 {
 	for (size_t i = 0; i < m->n_series; i++)
@@ -56,6 +76,12 @@ static void family_free(struct nt_metric *m)
 	for (uint32_t i = 0; i < m->desc.n_labels; i++)
 		free(m->label_names[i]);
 	free(m->label_names);
+	for (uint32_t i = 0; m->decl_names && i < m->n_decl; i++)
+		free(m->decl_names[i]);
+	free(m->decl_names);
+	free(m->lmap);
+	if (m->shadow)
+		family_free(m->shadow);
 	free(m->series);
 	free(m->index);
 	free(m->buckets);
@@ -75,16 +101,65 @@ void nt_registry_fini(struct nt_registry *reg)
 
 static bool same_shape(const struct nt_metric *m, const struct nt_metric_desc *d)
 {
-	if (m->desc.type != d->type || m->desc.n_labels != d->n_labels)
+	if (m->desc.type != d->type || m->n_decl != d->n_labels)
 		return false;
 	for (uint32_t i = 0; i < d->n_labels; i++)
-		if (strcmp(m->label_names[i], d->label_names[i]) != 0)
+		if (strcmp(m->decl_names[i], d->label_names[i]) != 0)
 			return false;
 	return true;
 }
 
+/* Whether a family's values of several processes add up: counters and
+ * histograms do, and gauges of bytes (memory held by a pod's processes).
+ * Other gauges (a step's duration, a utilization ratio) do not: without
+ * pid their series holds the value last set by any of its processes. */
+static bool additive(const struct nt_metric_desc *d)
+{
+	size_t n = strlen(d->name);
+
+	return d->type != NT_METRIC_GAUGE ||
+	       (n > 6 && strcmp(d->name + n - 6, "_bytes") == 0);
+}
+
+/* The declared labels, and the exposed ones the policy makes of them. */
+static int family_labels(struct nt_metric *m, const struct nt_metric_desc *d,
+			 bool plain)
+{
+	const struct nt_label_policy *p = m->reg->policy;
+	const char *const *names = d->label_names;
+
+	m->n_decl = d->n_labels;
+	m->decl_names = calloc(d->n_labels + 1, sizeof(char *));
+	if (!m->decl_names)
+		return -1;
+	for (uint32_t i = 0; i < d->n_labels; i++)
+		if (!(m->decl_names[i] = dup_or_empty(d->label_names[i])))
+			return -1;
+	if (p && !plain)
+		m->lmap = nt_label_map_build(nt_label_policy_mask(p, d->name),
+					     d->label_names, d->n_labels);
+	if (m->lmap && m->lmap->pid_dropped && additive(d)) {
+		struct nt_metric_desc sd = *d;
+		sd.max_series = NT_SHADOW_MAX_SERIES;
+		if (!(m->shadow = family_new(m->reg, &sd, true)))
+			return -1;
+	}
+	if (m->lmap) {
+		m->desc.n_labels = m->lmap->n_eff;
+		names = m->lmap->eff_names;
+	}
+	m->label_names = calloc(m->desc.n_labels + 1, sizeof(char *));
+	if (!m->label_names)
+		return -1;
+	for (uint32_t i = 0; i < m->desc.n_labels; i++)
+		if (!(m->label_names[i] = dup_or_empty(names[i])))
+			return -1;
+	return 0;
+}
+
+/* `plain`: labels as declared, whatever the policy (a shadow). */
 static struct nt_metric *family_new(struct nt_registry *reg,
-				    const struct nt_metric_desc *d)
+				    const struct nt_metric_desc *d, bool plain)
 {
 	struct nt_metric *m = calloc(1, sizeof(*m));
 
@@ -95,14 +170,12 @@ static struct nt_metric *family_new(struct nt_registry *reg,
 	m->desc = *d;
 	m->name = dup_or_empty(d->name);
 	m->help = dup_or_empty(d->help);
-	m->label_names = calloc(d->n_labels + 1, sizeof(char *));
 	m->buckets = calloc(d->n_buckets + 1, sizeof(double));
-	if (!m->name || !m->help || !m->label_names || !m->buckets) {
+	if (!m->name || !m->help || !m->buckets || family_labels(m, d, plain)) {
+		m->desc.n_labels = m->label_names ? m->desc.n_labels : 0;
 		family_free(m);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < d->n_labels; i++)
-		m->label_names[i] = dup_or_empty(d->label_names[i]);
 	if (d->n_buckets)
 		memcpy(m->buckets, d->buckets, d->n_buckets * sizeof(double));
 	m->desc.name = m->name;
@@ -181,7 +254,7 @@ struct nt_metric *nt_registry_register(struct nt_registry *reg,
 		reg->families = grown;
 		reg->cap_families = cap;
 	}
-	found = family_new(reg, desc);
+	found = family_new(reg, desc, false);
 	if (!found)
 		goto oom;
 	reg->families[reg->n_families++] = found;
@@ -282,7 +355,7 @@ fail:
 static struct series *series_get(struct nt_metric *m, const char *const *labels,
 				 bool create)
 {
-	static const char *const no_labels[NT_METRICS_MAX_LABELS] = {0};
+	static const char *const no_labels[NT_LABELS_ROOM] = {0};
 	uint64_t hash;
 
 	if (!labels)
@@ -306,8 +379,20 @@ static struct series *series_get(struct nt_metric *m, const char *const *labels,
 	return s;
 }
 
+/* The exposed labels of an update given in declared labels: the identity
+ * is resolved here, before the family's lock is taken. */
+#define MAP_LABELS(m, labels)                                                  \
+	const char *eff_[NT_LABELS_ROOM];                                      \
+	struct nt_label_scratch scratch_;                                      \
+	if ((m)->lmap && (labels)) {                                           \
+		nt_label_map_apply((m)->lmap, (m)->reg->policy, (labels), eff_, \
+				   &scratch_);                                 \
+		(labels) = eff_;                                               \
+	}
+
 void nt_metric_add(struct nt_metric *m, const char *const *labels, double delta)
 {
+	MAP_LABELS(m, labels);
 	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s)
@@ -315,8 +400,38 @@ void nt_metric_add(struct nt_metric *m, const char *const *labels, double delta)
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The declared series' last value becomes `value`; returns the change,
+ * or false when the shadow is full (counted as the family's overflow). */
+static bool shadow_swap(struct nt_metric *m, const char *const *decl,
+			double value, double *delta)
+{
+	struct nt_metric *sh = m->shadow;
+
+	pthread_mutex_lock(&sh->lock);
+	struct series *s = series_get(sh, decl, true);
+	if (s) {
+		*delta = value - s->value;
+		s->value = value;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (!s) {
+		pthread_mutex_lock(&m->lock);
+		m->overflow++;
+		pthread_mutex_unlock(&m->lock);
+	}
+	return s != NULL;
+}
+
 void nt_metric_set(struct nt_metric *m, const char *const *labels, double value)
 {
+	double delta;
+
+	if (m->shadow && labels) {
+		if (shadow_swap(m, labels, value, &delta) && delta != 0)
+			nt_metric_add(m, labels, delta);
+		return;
+	}
+	MAP_LABELS(m, labels);
 	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s)
@@ -329,6 +444,7 @@ void nt_metric_observe(struct nt_metric *m, const char *const *labels,
 {
 	if (m->desc.type != NT_METRIC_HISTOGRAM)
 		return;
+	MAP_LABELS(m, labels);
 	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s) {
@@ -342,11 +458,79 @@ void nt_metric_observe(struct nt_metric *m, const char *const *labels,
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* hist_set without pid: the counts since the declared series' last set
+ * (all of them after a reset) are added to the shared series. */
+static void shadow_hist_set(struct nt_metric *m, const char *const *decl,
+			    const uint64_t *counts, double sum)
+{
+	struct nt_metric *sh = m->shadow;
+	uint32_t nb = m->desc.n_buckets + 1;
+	uint64_t stack[64], *delta = nb <= 64 ? stack : malloc(nb * sizeof(*delta));
+	double dsum = sum;
+	bool reset = false;
+
+	if (!delta)
+		return;
+	pthread_mutex_lock(&sh->lock);
+	struct series *s = series_get(sh, decl, true);
+	for (uint32_t b = 0; s && b < nb; b++)
+		reset |= counts[b] < s->buckets[b];
+	for (uint32_t b = 0; s && b < nb; b++) {
+		delta[b] = reset ? counts[b] : counts[b] - s->buckets[b];
+		s->buckets[b] = counts[b];
+	}
+	if (s) {
+		dsum = reset ? sum : sum - s->sum;
+		s->sum = sum;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	MAP_LABELS(m, decl);
+	pthread_mutex_lock(&m->lock);
+	struct series *t = s ? series_get(m, decl, true) : NULL;
+	for (uint32_t b = 0; t && b < nb; b++) {
+		t->buckets[b] += delta[b];
+		t->count += delta[b];
+	}
+	if (t)
+		t->sum += dsum;
+	if (!s)
+		m->overflow++;
+	pthread_mutex_unlock(&m->lock);
+	if (delta != stack)
+		free(delta);
+}
+
+/* remove without pid: a gauge's sum loses the process's part; a counter
+ * or histogram keeps what it counted (it must not go down). */
+static void shadow_remove(struct nt_metric *m, const char *const *decl)
+{
+	struct nt_metric *sh = m->shadow;
+	double last = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	struct series *s = series_get(sh, decl, false);
+	if (s) {
+		size_t pos = (size_t)(s - sh->series);
+		last = s->value;
+		series_free(sh, s);
+		sh->series[pos] = sh->series[--sh->n_series];
+		index_rebuild(sh, sh->index_cap);
+	}
+	pthread_mutex_unlock(&sh->lock);
+	if (m->desc.type == NT_METRIC_GAUGE && last != 0)
+		nt_metric_add(m, decl, -last);
+}
+
 void nt_metric_hist_set(struct nt_metric *m, const char *const *labels,
 			const uint64_t *counts, double sum)
 {
 	if (m->desc.type != NT_METRIC_HISTOGRAM)
 		return;
+	if (m->shadow && labels) {
+		shadow_hist_set(m, labels, counts, sum);
+		return;
+	}
+	MAP_LABELS(m, labels);
 	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, true);
 	if (s) {
@@ -362,6 +546,16 @@ void nt_metric_hist_set(struct nt_metric *m, const char *const *labels,
 
 void nt_metric_remove(struct nt_metric *m, const char *const *labels)
 {
+	/* Without pid, a series holds every process of its comm, container
+	 * or pod: one process's exit does not end it. */
+	if (m->shadow) {
+		if (labels)
+			shadow_remove(m, labels);
+		return;
+	}
+	if (m->lmap && m->lmap->pid_dropped)
+		return; /* the last value any of its processes set stays */
+	MAP_LABELS(m, labels);
 	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, false);
 	if (s) {
@@ -377,6 +571,7 @@ double nt_metric_value(struct nt_metric *m, const char *const *labels)
 {
 	double v = 0;
 
+	MAP_LABELS(m, labels);
 	pthread_mutex_lock(&m->lock);
 	struct series *s = series_get(m, labels, false);
 	if (s)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "labels.h"
 #include "ntcore/plugin.h"
 
 #define NT_METRICS_DEFAULT_MAX_SERIES 10000
@@ -22,6 +23,9 @@
 
 struct nt_registry {
 	pthread_mutex_t lock;
+	/* Identity labels (labels.h): NULL keeps every family as declared.
+	 * Borrowed: set before any family registers, outlives the registry. */
+	const struct nt_label_policy *policy;
 	struct nt_metric **families;
 	size_t n_families, cap_families;
 };

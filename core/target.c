@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -40,6 +43,10 @@ static int load_follow(struct nt_targets *t, uint32_t exit_type,
 	t->skel->rodata->exit_type = exit_type;
 	t->skel->rodata->exec_type = exec_type;
 	t->skel->rodata->nt_filter_on = true;
+	t->skel->rodata->cgroup_filter = t->by_cgroup;
+	t->skel->rodata->known_exits = t->known_exits;
+	bpf_program__set_autoload(t->skel->progs.follow_attach_btf, btf && t->by_cgroup);
+	bpf_program__set_autoload(t->skel->progs.follow_attach_raw, !btf && t->by_cgroup);
 	bpf_program__set_autoload(t->skel->progs.follow_fork_btf, btf);
 	bpf_program__set_autoload(t->skel->progs.follow_exit_btf, btf);
 	bpf_program__set_autoload(t->skel->progs.follow_fork_raw, !btf);
@@ -56,14 +63,17 @@ static int load_follow(struct nt_targets *t, uint32_t exit_type,
 	return 0;
 }
 
-int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
-		    uint32_t exec_type, nt_exit_fn on_record, void *ctx, char *why,
-		    size_t why_len)
+int nt_targets_open(struct nt_targets *t, bool filtered, bool by_cgroup,
+		    bool known_exits, uint32_t exit_type, uint32_t exec_type,
+		    nt_exit_fn on_record, void *ctx, char *why, size_t why_len)
 {
 	memset(t, 0, sizeof(*t));
 	t->map_fd = -1;
-	t->filtered = filtered;
-	if (!filtered)
+	t->known_fd = -1;
+	t->filtered = filtered || by_cgroup;
+	t->by_cgroup = by_cgroup;
+	t->known_exits = known_exits;
+	if (!t->filtered && !known_exits)
 		return 0;
 	t->map_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "nt_targets",
 				   sizeof(uint32_t), sizeof(uint8_t),
@@ -76,6 +86,7 @@ int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
 	}
 	if (load_follow(t, exit_type, exec_type, why, why_len))
 		return -1;
+	t->known_fd = known_exits ? bpf_map__fd(t->skel->maps.nt_known) : -1;
 	t->exits = ring_buffer__new(bpf_map__fd(t->skel->maps.exits), on_record,
 				    ctx, NULL);
 	if (!t->exits) {
@@ -84,6 +95,14 @@ int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
 		return -1;
 	}
 	return 0;
+}
+
+void nt_targets_known(struct nt_targets *t, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	if (t->known_fd >= 0)
+		bpf_map_update_elem(t->known_fd, &pid, &one, BPF_ANY);
 }
 
 int nt_targets_add(struct nt_targets *t, uint32_t pid)
@@ -104,6 +123,89 @@ int nt_targets_add(struct nt_targets *t, uint32_t pid)
 		return -errno;
 	t->pids[t->n_pids++] = pid;
 	return 0;
+}
+
+int nt_cgroup2_mount(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char dev[64], dir[512], type[64];
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %511s %63s %*[^\n]", dev, dir, type) == 3)
+		if (strcmp(type, "cgroup2") == 0) {
+			snprintf(buf, len, "%s", dir);
+			rc = 0;
+			break;
+		}
+	fclose(f);
+	return rc;
+}
+
+/* Add the processes of one cgroup directory and of every one below it. */
+static int add_procs_below(struct nt_targets *t, const char *dir, int depth)
+{
+	char path[4096];
+	unsigned pid;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	FILE *f = fopen(path, "re");
+	while (f && fscanf(f, "%u", &pid) == 1)
+		if (nt_targets_add(t, pid) == 0)
+			n++;
+	if (f)
+		fclose(f);
+	DIR *d = depth < 64 ? opendir(dir) : NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			n += add_procs_below(t, path, depth + 1);
+		}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int nt_targets_add_cgroup(struct nt_targets *t, const char *path, char *why,
+			  size_t why_len)
+{
+	char full[4096], mnt[512];
+	struct statfs sfs;
+	struct stat st;
+	uint8_t one = 1;
+
+	snprintf(full, sizeof(full), "%s", path);
+	if (path[0] != '/' || stat(full, &st) != 0) {
+		if (nt_cgroup2_mount(mnt, sizeof(mnt)) != 0) {
+			snprintf(why, why_len, "--cgroup %s: cgroup2 is not mounted", path);
+			return -1;
+		}
+		snprintf(full, sizeof(full), "%s/%s", mnt, path[0] == '/' ? path + 1 : path);
+	}
+	if (stat(full, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(why, why_len, "--cgroup %s: no such cgroup directory", path);
+		return -1;
+	}
+	if (statfs(full, &sfs) != 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		snprintf(why, why_len,
+			 "--cgroup %s: not a cgroup v2 directory (the filter follows the unified hierarchy; on a hybrid host it is mounted at /sys/fs/cgroup/unified)",
+			 path);
+		return -1;
+	}
+	/* A v2 cgroup's id, as the kernel's kernfs node id, is the inode. */
+	uint64_t id = (uint64_t)st.st_ino;
+	if (!t->skel || bpf_map_update_elem(bpf_map__fd(t->skel->maps.nt_cgroups),
+					    &id, &one, BPF_ANY) < 0) {
+		snprintf(why, why_len, "--cgroup %s: cannot add it to the filter: %s",
+			 path, t->skel ? strerror(errno) : "targets not opened by cgroup");
+		return -1;
+	}
+	/* After the follow program is attached: a process forked while we
+	 * scan is added by it, one already there by the scan. */
+	return add_procs_below(t, full, 0);
 }
 
 bool nt_targets_contains(const struct nt_targets *t, uint32_t pid)
@@ -134,6 +236,7 @@ void nt_targets_close(struct nt_targets *t)
 	free(t->pids);
 	memset(t, 0, sizeof(*t));
 	t->map_fd = -1;
+	t->known_fd = -1;
 }
 
 /*

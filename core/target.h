@@ -19,6 +19,10 @@ typedef int (*nt_exit_fn)(void *ctx, void *data, size_t size);
 
 struct nt_targets {
 	bool filtered;     /* false: host-wide */
+	bool known_exits;  /* host-wide: exits of nt_targets_known pids */
+	int known_fd;      /* the follow program's nt_known map, or -1 */
+	bool by_cgroup;    /* --cgroup: the follow program adds the processes
+			    * of the target cgroups (nt_targets_add_cgroup) */
 	int map_fd;        /* -1 when host-wide */
 	struct follow_bpf *skel;
 	struct ring_buffer *exits;
@@ -29,10 +33,24 @@ struct nt_targets {
 /* Create the map and load the follow program when `filtered`. exit_type
  * and exec_type are the proc.exit and proc.exec type ids; on_record
  * receives both kinds of records. */
-int nt_targets_open(struct nt_targets *t, bool filtered, uint32_t exit_type,
-		    uint32_t exec_type, nt_exit_fn on_record, void *ctx,
-		    char *why, size_t why_len);
+/* known_exits: also when host-wide, load the follow program so that the
+ * exit of a process passed to nt_targets_known comes as a proc.exit record
+ * flagged NT_EXIT_IDENTITY_ONLY (the core forgets its identity). */
+int nt_targets_open(struct nt_targets *t, bool filtered, bool by_cgroup,
+		    bool known_exits, uint32_t exit_type, uint32_t exec_type,
+		    nt_exit_fn on_record, void *ctx, char *why, size_t why_len);
+/* Report this pid's exit (thread-safe; a no-op without known_exits). */
+void nt_targets_known(struct nt_targets *t, uint32_t pid);
 int nt_targets_add(struct nt_targets *t, uint32_t pid);
+/* Follow every process in the cgroup v2 subtree at `path` (absolute, or
+ * relative to the cgroup2 mount), now and later: its id goes into the
+ * follow program's map, and the processes already there into the target
+ * map. Returns how many processes were there, or -1 with `why` set. */
+int nt_targets_add_cgroup(struct nt_targets *t, const char *path, char *why,
+			  size_t why_len);
+/* The cgroup2 mount point ("/sys/fs/cgroup", "/sys/fs/cgroup/unified" on
+ * hybrid hosts) into buf; -1 when cgroup2 is not mounted. */
+int nt_cgroup2_mount(char *buf, size_t len);
 bool nt_targets_contains(const struct nt_targets *t, uint32_t pid);
 /* Epoll fd of the exit ring buffer, -1 when host-wide. */
 int nt_targets_exit_fd(const struct nt_targets *t);

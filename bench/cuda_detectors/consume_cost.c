@@ -58,12 +58,12 @@ static double run_one(const char *name, const struct workload *w)
 	uint64_t t0, t1;
 
 	det_open(&x, name, strcmp(name, "cuda_frag") == 0 ? no_svg : NULL);
-	t0 = mono_now_ns();
+	t0 = nt_clock_mono_ns();
 	for (int i = 0; i < w->n; i++) {
 		x.d->consume(x.state, &w->a[i]->hdr, &alloc_schema);
 		x.d->consume(x.state, &w->f[i]->hdr, &free_schema);
 	}
-	t1 = mono_now_ns();
+	t1 = nt_clock_mono_ns();
 	det_close(&x);
 	return (double)(t1 - t0) / (2.0 * w->n);
 }

@@ -19,6 +19,53 @@ struct {
 
 const volatile __u32 exit_type = 0;
 const volatile __u32 exec_type = 0;
+/* --cgroup: processes whose cgroup (v2) is one of these or below one are
+ * targets, however they got there (fork, exec, a move). */
+const volatile bool cgroup_filter = false;
+
+/* Host-wide, the exits of the processes whose identity the core cached
+ * (nt_known, filled by the core) are reported, so it can forget them. */
+const volatile bool known_exits = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} nt_known SEC(".maps");
+
+#define NT_CGROUP_DEPTH 32 /* levels walked up from a task's cgroup */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);   /* cgroup id (the v2 directory's inode) */
+	__type(value, __u8);
+} nt_cgroups SEC(".maps");
+
+/* Whether the task's v2 cgroup is a target cgroup or lies below one. */
+static __always_inline bool task_in_cgroups(struct task_struct *task)
+{
+	struct cgroup *cg = BPF_CORE_READ(task, cgroups, dfl_cgrp);
+
+	for (int i = 0; i < NT_CGROUP_DEPTH && cg; i++) {
+		__u64 id = BPF_CORE_READ(cg, kn, id);
+
+		if (bpf_map_lookup_elem(&nt_cgroups, &id))
+			return true;
+		cg = BPF_CORE_READ(cg, self.parent, cgroup);
+	}
+	return false;
+}
+
+static __always_inline void add_if_in_cgroups(struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u8 one = 1;
+
+	if (cgroup_filter && task_in_cgroups(task))
+		bpf_map_update_elem(&nt_targets, &tgid, &one, BPF_NOEXIST);
+}
 
 static __always_inline int on_fork(struct task_struct *parent,
 				   struct task_struct *child)
@@ -29,8 +76,11 @@ static __always_inline int on_fork(struct task_struct *parent,
 
 	if (parent_tgid == child_tgid)
 		return 0; /* a new thread, not a new process */
-	if (!bpf_map_lookup_elem(&nt_targets, &parent_tgid))
+	if (!bpf_map_lookup_elem(&nt_targets, &parent_tgid)) {
+		/* clone3(CLONE_INTO_CGROUP) starts a child elsewhere */
+		add_if_in_cgroups(child);
 		return 0;
+	}
 	bpf_map_update_elem(&nt_targets, &child_tgid, &one, BPF_NOEXIST);
 	return 0;
 }
@@ -43,12 +93,19 @@ static __always_inline int on_exit(struct task_struct *task)
 	/* signal->live reaches 0 when the last thread of the group exits. */
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
-	if (!bpf_map_lookup_elem(&nt_targets, &tgid))
+	bool target = bpf_map_lookup_elem(&nt_targets, &tgid) != NULL;
+	bool known = known_exits && bpf_map_lookup_elem(&nt_known, &tgid);
+	if (!target && !known)
 		return 0;
-	bpf_map_delete_elem(&nt_targets, &tgid);
+	if (target)
+		bpf_map_delete_elem(&nt_targets, &tgid);
+	if (known)
+		bpf_map_delete_elem(&nt_known, &tgid);
 	rec = nt_reserve(&exits, sizeof(*rec));
 	if (!rec)
 		return 0;
+	rec->pad[0] = target ? 0 : NT_EXIT_IDENTITY_ONLY;
+	rec->pad[1] = rec->pad[2] = 0;
 	nt_hdr_current(&rec->hdr, exit_type, sizeof(*rec));
 	rec->hdr.pid = tgid;
 	/* The process's name, not that of whichever thread ended last
@@ -71,6 +128,8 @@ static __always_inline int on_exec(pid_t old_pid, struct linux_binprm *bprm)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct nt_proc_exec *rec;
 
+	if (!bpf_map_lookup_elem(&nt_targets, &tgid))
+		add_if_in_cgroups((struct task_struct *)bpf_get_current_task());
 	if (!bpf_map_lookup_elem(&nt_targets, &tgid))
 		return 0;
 	rec = nt_reserve(&exits, sizeof(*rec));
@@ -123,6 +182,25 @@ SEC("raw_tp/sched_process_exit")
 int BPF_PROG(follow_exit_raw, struct task_struct *task)
 {
 	return on_exit(task);
+}
+
+/* A process moved into a target cgroup (systemd-run --scope, a runtime
+ * placing a container's first process) is followed from then on. The
+ * tracepoint fires after the move, so the task's cgroup is the new one. */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(follow_attach_btf, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	add_if_in_cgroups(task);
+	return 0;
+}
+
+SEC("raw_tp/cgroup_attach_task")
+int BPF_PROG(follow_attach_raw, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	add_if_in_cgroups(task);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

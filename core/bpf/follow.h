@@ -11,8 +11,10 @@ struct nt_proc_exit {
 	uint32_t ppid;
 	int32_t signal;    /* the signal that killed it, 0 when it exited */
 	uint8_t core_dumped;
-	uint8_t pad[3];
+	uint8_t pad[3]; /* pad[0]: NT_EXIT_IDENTITY_ONLY, not a target's exit
+			 * (not published: the core forgets its identity) */
 };
+#define NT_EXIT_IDENTITY_ONLY 1
 
 /* proc.exec: a traced process replaced its image (symbol caches are stale). */
 #define NT_EXEC_FILENAME_LEN 128

@@ -31,7 +31,9 @@
  *  1.5 added nt_host.stop_now (a second SIGINT/SIGTERM ends a sink's wait);
  *  1.6 added nt_plugin_desc.quiesce (stop producing before the last read
  *      of the rings at shutdown); sinks' consume, poll and on_signal run
- *      on the sink's own thread (see Threads).
+ *      on the sink's own thread (see Threads);
+ *  1.7 added nt_host.identity (a process's cgroup, container and pod,
+ *      identity.h; safe from any thread).
  *
  * Threads: every op and every host function is called on the daemon's single
  * loop thread, except the metric_* functions, metrics_visit, count_drop and
@@ -61,9 +63,10 @@
 #include <stdint.h>
 
 #include "event.h"
+#include "identity.h"
 
 #define NT_ABI_MAJOR 1
-#define NT_ABI_MINOR 6
+#define NT_ABI_MINOR 7
 
 /* The one exported data symbol of every plugin .so. */
 #define NT_PLUGIN_SYMBOL "ntcore_plugin"
@@ -366,6 +369,19 @@ struct nt_host {
 	 * signal also ends the core's wait for a sink's queue: what is still
 	 * queued is counted as dropped (stage sink_queue). */
 	bool (*stop_now)(struct nt_instance *inst);
+
+	/* --- ABI 1.7 (issue 21): check NT_HOST_HAS(host, identity) --- */
+
+	/* The identity of process `pid` (cgroup path, container id and
+	 * runtime, pod UID, QoS class, pod name and namespace: identity.h),
+	 * resolved by the core on first use from /proc and the kubelet's pod
+	 * directory, and cached until the process exits. Safe from any thread
+	 * (a sink renders it on its own), never a call into the loop; a hit
+	 * costs a mutex and a hash lookup. Returns 0; -ESRCH when the process
+	 * was gone before it could be read, -ENOSYS when the core keeps no
+	 * identity (*out zeroed in both). */
+	int (*identity)(struct nt_instance *inst, uint32_t pid,
+			struct nt_identity *out);
 };
 
 #define NT_HOST_HAS(host, member)                                              \

@@ -29,6 +29,7 @@
 	  .def = (def_), .min = 1, .max = 0, .desc = (desc_), .choices = (ch) }
 
 static const char *const dir_choices[] = { "up", "down", "both", NULL };
+static const char *const slower_choices[] = { "up", "down", "both", "never", NULL };
 static const char *const fit_choices[] = { "grimshaw", "moments", NULL };
 static const char *const steps_choices[] = { "auto", "launches", "python", "off", NULL };
 static const char *const test_choices[] = { "above", "share", "ratio_to_mean",
@@ -47,6 +48,7 @@ static const struct nt_cfg_key watch_keys[] = {
 	KEY(W, min_delta, NT_CFG_FLOAT, "0.0", 0.0, 1e300, "an alarm needs |x - normal| >= this"),
 	KEY(W, n_init, NT_CFG_INT, "0", 0, 1000000, "warm-up values (0: the instance's n_init)"),
 	KEY(W, alert, NT_CFG_BOOL, "true", 1, 0, "publish alerts for these series (else: reasons and joint check only)"),
+	CHOICE(W, slower_when, "\"up\"", slower_choices, "which move of these series can make a training step slower, and so be named as its reason: up (times, latencies, counts), down (throughput, GPU busy), both, never"),
 };
 #undef W
 
@@ -65,6 +67,8 @@ static const struct nt_cfg_key rule_keys[] = {
 	KEY(R, min_value, NT_CFG_FLOAT, "0.0", 1, 0, "values below never pass (share: the denominator)"),
 	KEY(R, sustain, NT_CFG_INT, "1", 1, 1000000, "passing values in a row before an alert"),
 	KEY(R, min_history, NT_CFG_INT, "10", 0, 1000000000, "ratio tests: earlier values needed"),
+	KEY(R, warmup_values, NT_CFG_INT, "10", 0, 1000000000, "warm-up: values of a key before the rule may fire (any test)"),
+	KEY(R, warmup_s, NT_CFG_FLOAT, "10.0", 0.0, 1e9, "warm-up: seconds since a key was first seen (in any of the rule's families) before the rule may fire"),
 	KEY(R, normal_before, NT_CFG_INT, "0", 0, 1000000000, "values that must not pass before the first that does"),
 	CHOICE(R, severity, "\"warning\"", sev_choices, "info, warning or critical"),
 	KEY(R, what, NT_CFG_STRING, "\"\"", 1, 0, "what the message calls it (\"\": the name)"),
@@ -96,7 +100,9 @@ static const struct nt_cfg_key an_keys[] = {
 	KEY(C, step_function, NT_CFG_STRING, "\"\"", 1, 0, "Python function that is one step (fnmatch on name or file:name)"),
 	KEY(C, step_group, NT_CFG_STRING, "\"training\"", 1, 0, "multivariate group the step time joins"),
 	KEY(C, step_q, NT_CFG_FLOAT, "1e-4", 1e-12, 0.1, "risk per step"),
-	KEY(C, step_min_slowdown, NT_CFG_FLOAT, "0.2", 0.0, 1000.0, "a slow step is at least this much slower (0.2: 20 %)"),
+	KEY(C, step_min_slowdown, NT_CFG_FLOAT, "0.5", 0.0, 1000.0, "a slow step is at least this much slower (0.5: 50 %)"),
+	KEY(C, step_window, NT_CFG_INT, "8", 1, 64, "the last this many steps (the slow one among them) must be slower on average too (1: the step alone)"),
+	KEY(C, step_window_slowdown, NT_CFG_FLOAT, "0.5", 0.0, 1000.0, "by at least this much (0.5: the loop lost a third of its throughput over them)"),
 	KEY(C, step_n_init, NT_CFG_INT, "50", 20, 1000000, "steps before a slow step can be flagged"),
 	KEY(C, step_sustain, NT_CFG_INT, "1", 1, 1000, "slow step times in a row before an alert (Python steps come in batches whose time a late report stretches: 2)"),
 	KEY(C, step_learn_launches, NT_CFG_INT, "32768", 256, 4194304, "launches kept to find the repeating kernel sequence"),

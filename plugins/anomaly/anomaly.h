@@ -38,6 +38,9 @@ struct an_watch_cfg {
 	double min_delta;          /* absolute change an alarm needs */
 	int64_t n_init;            /* 0: the instance's n_init */
 	bool alert;                /* publish this watch's anomalies */
+	const char *slower_when;   /* the move that can make a step slower:
+				    * up, down, both, never (a slow step's
+				    * reasons count only such moves) */
 };
 
 /* One `rules` group: a fixed rule. */
@@ -56,6 +59,8 @@ struct an_rule_cfg {
 	int64_t sustain;         /* samples in a row that must pass */
 	int64_t min_history;     /* samples of history before ratio tests */
 	int64_t normal_before;   /* samples that must have passed normal first */
+	int64_t warmup_values;   /* values of a key before it may fire (any test) */
+	double warmup_s;         /* and seconds since its first value */
 	const char *severity;    /* info, warning, critical */
 	const char *what;        /* what the message says it is */
 };
@@ -76,6 +81,8 @@ struct an_cfg {
 	const char *step_function; /* fnmatch pattern of a Python function */
 	const char *step_group;    /* joint group the step time joins */
 	double step_q, step_min_slowdown;
+	int64_t step_window;         /* steps whose mean must be slower too */
+	double step_window_slowdown; /* by this much */
 	int64_t step_n_init, step_learn_launches, step_sustain;
 	double items_per_step;
 	double reason_min_change;

@@ -24,6 +24,8 @@ enum rtest { RT_ABOVE, RT_SHARE, RT_RATIO_MEAN, RT_RATIO_MAX };
 struct rstate {
 	double mean, max;
 	uint64_t n;            /* values learned */
+	uint64_t seen;         /* values judged (the warm-up counts them) */
+	uint64_t first_ns;     /* the first of them */
 	uint32_t streak, normal;
 	uint64_t last_alert_ns;
 	char key[96];          /* event rules: the key, for messages */
@@ -105,13 +107,27 @@ struct verdict {
 /* Feeds one value; says whether it raises an alert now. `counts`: false
  * when the value says nothing either way (a closed gate). */
 static struct verdict judge(const struct rule *r, struct rstate *st, double v,
-			    bool gated, uint64_t now)
+			    bool gated, uint64_t now, uint64_t born_ns)
 {
 	const struct an_rule_cfg *c = r->c;
 	struct verdict out = { .value = v };
 	bool pass = !gated && (r->test == RT_SHARE || v >= c->min_value) &&
 		    passes(r, st, v, &out.ref);
 
+	if (!st->seen++)
+		st->first_ns = born_ns && born_ns < now ? born_ns : now;
+	/* Warm-up: a key young in values or in time has no history to speak
+	 * of (the GPU run's first reads of fresh files, 10 ms against the
+	 * 646 us of the imports' reads 14 s before, were "x16 its average").
+	 * Its values are learned, whatever they are, and count neither as
+	 * passing nor as normal (a thread hot from its start stays so). */
+	if (st->seen <= (uint64_t)c->warmup_values || now < st->first_ns ||
+	    (double)(now - st->first_ns) < c->warmup_s * 1e9) {
+		st->streak = 0;
+		if (!gated)
+			learn(st, v);
+		return out;
+	}
 	if (!pass) {
 		st->streak = 0;
 		st->normal++;
@@ -236,8 +252,9 @@ static const struct an_series *partner(const struct rule *r, int view,
 static void metric_judge(struct rule *r, struct an_series *s, uint64_t now)
 {
 	const struct an_rule_cfg *c = r->c;
-	const struct an_series *den = NULL, *gate;
+	const struct an_series *den = NULL, *gate = NULL;
 	double v = s->value;
+	uint64_t born;
 	bool gated = false;
 	struct verdict vd;
 	char name[256], val[48], ref[48], id[512];
@@ -256,7 +273,15 @@ static void metric_judge(struct rule *r, struct an_series *s, uint64_t now)
 		gate = partner(r, r->when_view, c->when_metric, s, now);
 		gated = gated || !gate || gate->value < c->when_above;
 	}
-	vd = judge(r, s->user, v, gated, now);
+	/* the key's history began when the first of the rule's series for it
+	 * was seen: small requests come only when the anomaly does, the
+	 * device's requests (the share's denominator) long before */
+	born = s->first_ns;
+	if (den && den->first_ns && den->first_ns < born)
+		born = den->first_ns;
+	if (gate && gate->first_ns && gate->first_ns < born)
+		born = gate->first_ns;
+	vd = judge(r, s->user, v, gated, now, born);
 	if (!vd.alert)
 		return;
 	an_series_name(r->rs->a, s, name, sizeof(name));
@@ -339,7 +364,7 @@ static void event_judge(struct rule *r, const struct nt_event_hdr *ev,
 	if (!r->last_field || !evf_num(ev, r->last_field, &v) ||
 	    !(st = event_state(r, ev, schema)))
 		return;
-	vd = judge(r, st, v, false, ev->ts_ns);
+	vd = judge(r, st, v, false, ev->ts_ns, 0);
 	if (!vd.alert)
 		return;
 	snprintf(comm, sizeof(comm), "%.*s", (int)strnlen(ev->comm, NT_COMM_LEN),

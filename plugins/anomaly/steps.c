@@ -55,6 +55,8 @@ struct stp {
 	uint64_t slow_start_ns;   /* when the first of them began */
 	double last_dur, last_z;
 	enum det_verdict last_v;
+	float win[64];            /* the last step_window step times, ring */
+	uint8_t win_n, win_pos;
 };
 
 struct fields {
@@ -285,9 +287,43 @@ static void step_metrics(struct an_steps *S, struct stp *p, double dur,
 	}
 }
 
+/* Pushes `count` steps of `dur` (a Python batch is many) to the window;
+ * returns the window's mean step time. */
+static double window_push(struct an_steps *S, struct stp *p, double dur,
+			  uint64_t count)
+{
+	uint32_t w = (uint32_t)S->a->cfg->step_window;
+	double sum = 0.0;
+
+	for (uint64_t i = 0; i < count && i < w; i++) {
+		p->win[p->win_pos] = (float)dur;
+		p->win_pos = (uint8_t)((p->win_pos + 1) % w);
+		if (p->win_n < w)
+			p->win_n++;
+	}
+	for (uint32_t i = 0; i < p->win_n; i++)
+		sum += p->win[i];
+	return p->win_n ? sum / p->win_n : dur;
+}
+
+/*
+ * Whether a step the detector flagged is a slowdown worth an alert: the
+ * mean of the last step_window steps (it among them) must be slower than
+ * normal by step_window_slowdown too. One hiccup of a fast loop (the GPU
+ * run's clean 5 minutes: 17 ms steps, a 43 ms one now and then, every
+ * fourth step when a loader worker hiccups) costs little and is not; a
+ * stall of a second is at once; a loop slowed for good is in a few steps.
+ */
+static bool slow_enough(const struct an_steps *S, double mean, double base)
+{
+	return !(base > 0.0) ||
+	       mean >= (1.0 + S->a->cfg->step_window_slowdown) * base;
+}
+
 static void step_done(struct an_steps *S, struct stp *p, double dur,
 		      uint64_t start_ns, uint64_t end_ns, uint64_t count)
 {
+	double mean = window_push(S, p, dur, count);
 	struct det_out o;
 	uint64_t cool = (uint64_t)S->a->cfg->cooldown_s * 1000000000ULL;
 
@@ -301,7 +337,8 @@ static void step_done(struct an_steps *S, struct stp *p, double dur,
 		pending_check(S, p, end_ns, true);
 		return;
 	}
-	if (o.verdict != DET_SPIKE && o.verdict != DET_DRIFT) {
+	if ((o.verdict != DET_SPIKE && o.verdict != DET_DRIFT) ||
+	    !slow_enough(S, mean, o.baseline)) {
 		p->slow_run = 0;
 		return;
 	}
@@ -316,8 +353,10 @@ static void step_done(struct an_steps *S, struct stp *p, double dur,
 	p->p = (struct pending){ .on = true, .step = p->step, .start_ns = start_ns,
 				 .end_ns = end_ns, .dur = dur, .base = o.baseline,
 				 .verdict = o.verdict };
-	if (S->a->cfg->reason_wait_steps == 0)
-		pending_check(S, p, end_ns, true);
+	/* the latest snapshot may hold the reason already (a long step
+	 * spans several): then the alert goes out now, not a snapshot later
+	 * (the GPU run's slow steps came every fourth, 60 ms apart) */
+	pending_check(S, p, end_ns, false);
 }
 
 /* ---- launch pattern -------------------------------------------------- */

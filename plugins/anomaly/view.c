@@ -254,6 +254,7 @@ static struct an_series *series_new(struct an_view *v, struct family *f,
 	if (an_map_put(&v->series, key, s) < 0)
 		goto fail;
 	s->key = key;
+	s->first_ns = v->now;
 	s->view = fv->view;
 	s->type = f->type;
 	s->family = f->name;

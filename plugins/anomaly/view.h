@@ -62,6 +62,7 @@ struct an_series {
 	const char *const *label_names; /* the view's kept labels */
 	double value;       /* latest derived value */
 	uint64_t value_ns;  /* when it came, 0 never */
+	uint64_t first_ns;  /* the snapshot that first saw the series */
 	void *user;         /* the consumer's state */
 	/* sampling state (view.c's) */
 	void *fam;

@@ -13,12 +13,25 @@
 #include "det.h"
 #include "joint.h"
 
+/* Checkpoints of a series' normal level, one per CK_SPACING_NS at most,
+ * the newest CK_N kept (4 s): a slow step asks for the level before it
+ * began. The level at the latest value was no answer: a 1 s step over ten
+ * snapshots, and a young series' warm-up mean (or a rebase) had taken the
+ * slow values in (the GPU run's loader requests x250 read as x8). */
+#define CK_N 8
+#define CK_SPACING_NS 500000000ULL
+
+enum slower { SLOWER_UP, SLOWER_DOWN, SLOWER_BOTH, SLOWER_NEVER };
+
 /* The state hung on each watched series. */
 struct wser {
 	struct det *det;
 	uint64_t last_alert_ns;
 	double baseline;            /* its normal level before the latest value */
 	enum det_verdict verdict;   /* on the latest value */
+	uint64_t ck_ns[CK_N];       /* checkpoint times, ring */
+	float ck_base[CK_N];        /* the normal level before each */
+	uint8_t ck_n, ck_pos;       /* checkpoints held, the next slot */
 };
 
 struct wctx {
@@ -32,6 +45,7 @@ struct an_watch {
 	struct det_par *par;
 	int *view;
 	int *group;
+	enum slower *slower;
 	struct wctx *ctx;
 	size_t bytes;
 };
@@ -85,6 +99,47 @@ static void series_alert(struct an_watch *w, const struct an_series *s,
 	an_sb_free(&ev);
 }
 
+static void checkpoint(struct wser *ws, double base, uint64_t now)
+{
+	uint8_t newest = (uint8_t)((ws->ck_pos + CK_N - 1) % CK_N);
+
+	if (!isfinite(base) ||
+	    (ws->ck_n && now - ws->ck_ns[newest] < CK_SPACING_NS))
+		return;
+	ws->ck_ns[ws->ck_pos] = now;
+	ws->ck_base[ws->ck_pos] = (float)base;
+	ws->ck_pos = (uint8_t)((ws->ck_pos + 1) % CK_N);
+	if (ws->ck_n < CK_N)
+		ws->ck_n++;
+}
+
+/* The normal level before since: the newest checkpoint at or before it,
+ * else the oldest held, else the level now. */
+static double level_before(const struct wser *ws, uint64_t since)
+{
+	double best = NAN, oldest = ws->baseline;
+
+	for (uint8_t k = 0; k < ws->ck_n; k++) {
+		uint8_t i = (uint8_t)((ws->ck_pos + CK_N - 1 - k) % CK_N);
+
+		oldest = ws->ck_base[i];
+		if (ws->ck_ns[i] <= since) {
+			best = ws->ck_base[i];
+			break;
+		}
+	}
+	return isfinite(best) ? best : oldest;
+}
+
+static enum slower slower_of(const char *w)
+{
+	if (!w || strcmp(w, "up") == 0)
+		return SLOWER_UP;
+	if (strcmp(w, "down") == 0)
+		return SLOWER_DOWN;
+	return strcmp(w, "both") == 0 ? SLOWER_BOTH : SLOWER_NEVER;
+}
+
 static void on_sample(void *ctx, struct an_series *s, double v, uint64_t now)
 {
 	struct wctx *c = ctx;
@@ -104,6 +159,7 @@ static void on_sample(void *ctx, struct an_series *s, double v, uint64_t now)
 		w->bytes += sizeof(*ws) + det_size(p);
 	}
 	det_update(ws->det, p, v, &o);
+	checkpoint(ws, o.baseline, now);
 	ws->baseline = o.baseline;
 	ws->verdict = o.verdict;
 	if (w->group[c->idx] >= 0)
@@ -142,7 +198,8 @@ struct an_watch *an_watch_new(struct an *a)
 	w->view = calloc(n ? n : 1, sizeof(*w->view));
 	w->group = calloc(n ? n : 1, sizeof(*w->group));
 	w->ctx = calloc(n ? n : 1, sizeof(*w->ctx));
-	if (!w->par || !w->view || !w->group || !w->ctx)
+	w->slower = calloc(n ? n : 1, sizeof(*w->slower));
+	if (!w->par || !w->view || !w->group || !w->ctx || !w->slower)
 		goto fail;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct an_watch_cfg *c = &a->watches[i];
@@ -155,6 +212,7 @@ struct an_watch *an_watch_new(struct an *a)
 		};
 
 		an_det_par(a, c, &w->par[i]);
+		w->slower[i] = slower_of(c->slower_when);
 		w->ctx[i] = (struct wctx){ w, i };
 		w->group[i] = an_joint_group(a->joint, c->group);
 		if ((w->view[i] = an_view_add(a->view, &d)) < 0)
@@ -175,6 +233,7 @@ void an_watch_free(struct an_watch *w)
 	free(w->view);
 	free(w->group);
 	free(w->ctx);
+	free(w->slower);
 	free(w);
 }
 
@@ -186,31 +245,44 @@ size_t an_watch_bytes(const struct an_watch *w)
 struct moved_ctx {
 	uint64_t since;
 	double min_change;
+	enum slower slower;    /* of the view being walked */
 	struct an_moved *out;
 	size_t max, n;
 };
 
-/* How far a series moved; false when not far enough to be a reason. */
+/*
+ * How far a series moved since `since`, from its level before then to its
+ * latest value; false when not far enough, or not in the direction that
+ * can make a step slower (`slower_when`): a fall of a wait time is an
+ * effect of a slow step, never its reason.
+ */
 static bool moved_score(const struct an_series *s, const struct wser *ws,
-			double min_change, struct an_moved *m)
+			const struct moved_ctx *c, struct an_moved *m)
 {
-	double b = ws->baseline, v = s->value, r;
+	double b = level_before(ws, c->since), v = s->value, r;
 	bool alarmed = ws->verdict == DET_SPIKE || ws->verdict == DET_DRIFT;
+	bool up, down;
 
-	if (!isfinite(b) || !isfinite(v))
+	if (!isfinite(b) || !isfinite(v) || c->slower == SLOWER_NEVER)
 		return false;
 	*m = (struct an_moved){ .s = s, .before = b, .after = v,
 				.alarmed = alarmed };
 	if (fabs(b) <= 1e-12) {
 		/* from nothing: only when its own detector calls it so */
 		m->score = 2.0 + 0.5;
-		return alarmed && fabs(v) > 0.0;
+		return alarmed && v > 0.0 && c->slower != SLOWER_DOWN;
 	}
 	r = v / b;
 	if (!(r > 0.0))
 		return false;
 	m->score = fabs(log(r)) + (alarmed ? 0.5 : 0.0);
-	return r >= 1.0 + min_change || r <= 1.0 / (1.0 + min_change);
+	up = r >= 1.0 + c->min_change;
+	down = r <= 1.0 / (1.0 + c->min_change);
+	switch (c->slower) {
+	case SLOWER_UP: return up;
+	case SLOWER_DOWN: return down;
+	default: return up || down;
+	}
 }
 
 static void moved_one(void *ctx, struct an_series *s)
@@ -220,7 +292,7 @@ static void moved_one(void *ctx, struct an_series *s)
 	struct an_moved m;
 	size_t i;
 
-	if (!ws || s->value_ns < c->since || !moved_score(s, ws, c->min_change, &m))
+	if (!ws || s->value_ns < c->since || !moved_score(s, ws, c, &m))
 		return;
 	for (i = c->n; i > 0 && c->out[i - 1].score < m.score; i--)
 		if (i < c->max)
@@ -238,7 +310,9 @@ size_t an_watch_moved(struct an_watch *w, uint64_t since_ns,
 	struct moved_ctx c = { .since = since_ns, .min_change = min_change,
 			       .out = out, .max = max };
 
-	for (uint32_t i = 0; i < w->n && max; i++)
+	for (uint32_t i = 0; i < w->n && max; i++) {
+		c.slower = w->slower[i];
 		an_view_each(w->a->view, (uint32_t)w->view[i], moved_one, &c);
+	}
 	return c.n;
 }

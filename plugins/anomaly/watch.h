@@ -30,9 +30,10 @@ struct an_watch *an_watch_new(struct an *a);
 void an_watch_free(struct an_watch *w);
 /*
  * The watched series whose latest value came at or after since_ns and
- * differs from their normal level by a factor of at least 1 + min_change
- * (or appeared from 0 with an alarm), most moved first; at most max.
- * Returns how many.
+ * differs from their normal level before since_ns by a factor of at least
+ * 1 + min_change (or appeared from 0 with an alarm) in the direction their
+ * watch's `slower_when` names, most moved first; at most max. Returns how
+ * many.
  */
 size_t an_watch_moved(struct an_watch *w, uint64_t since_ns,
 		      double min_change, struct an_moved *out, size_t max);

@@ -120,6 +120,23 @@ struct {
 	__type(value, __s32);
 } ctx_dev SEC(".maps");
 
+/*
+ * Threads capturing a CUDA graph (cudaStreamBeginCapture .. EndCapture):
+ * thread id -> the stream captured. A launch of such a thread is recorded
+ * into the graph, not run: it is not counted, and its record goes to user
+ * space (first = NT_CUDA_LAUNCH_CAPTURED), which adds it to the graph's
+ * kernels and counts them at each launch of the graph. `capturing_n` keeps
+ * the hot path at one load of a global while nothing is captured.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} capturing SEC(".maps");
+
+__s64 capturing_n = 0;
+
 /* Function table: entry time per (tid << 8 | fn). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -207,10 +224,14 @@ static __always_inline __s32 device_of(__u32 tid, __u32 layer)
 {
 	__s32 *d = bpf_map_lookup_elem(&cur_dev, &tid);
 
+	(void)layer;
 	if (d)
 		return *d;
-	/* The runtime's device is 0 until cudaSetDevice says otherwise. */
-	return layer == NT_CUDA_LAYER_RUNTIME ? 0 : -1;
+	/* The runtime's device is 0 until cudaSetDevice says otherwise; a
+	 * driver call of a thread whose context the probe did not see made
+	 * current runs in the one the runtime made current: device 0's
+	 * primary context (cuBLAS's workspace, calls after an attach). */
+	return 0;
 }
 
 static __always_inline __u64 arg_n(struct nt_cuda_raw_call *rc, __u32 n)
@@ -226,6 +247,38 @@ static __always_inline __u64 arg_n(struct nt_cuda_raw_call *rc, __u32 n)
 /* ------------------------------------------------------------------ */
 /* Generic calls                                                       */
 /* ------------------------------------------------------------------ */
+
+/* The raw arguments of a call at its entry: registers, the stack's from the
+ * 7th on, and the struct an argument points at when the spec says so. */
+static __always_inline void capture_args(struct pt_regs *ctx,
+					 const struct nt_cuda_spec *sp,
+					 struct nt_cuda_raw_call *rc)
+{
+	rc->arg[0] = PT_REGS_PARM1(ctx);
+	rc->arg[1] = PT_REGS_PARM2(ctx);
+	rc->arg[2] = PT_REGS_PARM3(ctx);
+	rc->arg[3] = PT_REGS_PARM4(ctx);
+	rc->arg[4] = PT_REGS_PARM5(ctx);
+	rc->arg[5] = PT_REGS_PARM6(ctx);
+	rc->sarg[0] = rc->sarg[1] = rc->sarg[2] = rc->sarg[3] = 0;
+	if (sp->nstack) {
+		__u32 n = sp->nstack;
+
+		if (n > 4)
+			n = 4;
+		nt_uprobe_args_from7(ctx, rc->sarg, n);
+	}
+	rc->out[0] = rc->out[1] = 0;
+	if ((sp->flags & NT_CUDA_SPEC_DEREF) && sp->deref_arg) {
+		__u64 p = arg_n(rc, sp->deref_arg);
+		__u32 sz = sp->deref_size;
+
+		if (sz > NT_CUDA_BLOB)
+			sz = NT_CUDA_BLOB;
+		if (p && sz)
+			bpf_probe_read_user(rc->blob, sz, (void *)p);
+	}
+}
 
 SEC("uprobe")
 int call_enter(struct pt_regs *ctx)
@@ -264,31 +317,9 @@ int call_enter(struct pt_regs *ctx)
 	rc->flags = 0;
 	rc->device = -1;
 	rc->ret = 0;
-	rc->arg[0] = PT_REGS_PARM1(ctx);
-	rc->arg[1] = PT_REGS_PARM2(ctx);
-	rc->arg[2] = PT_REGS_PARM3(ctx);
-	rc->arg[3] = PT_REGS_PARM4(ctx);
-	rc->arg[4] = PT_REGS_PARM5(ctx);
-	rc->arg[5] = PT_REGS_PARM6(ctx);
-	rc->sarg[0] = rc->sarg[1] = rc->sarg[2] = rc->sarg[3] = 0;
-	if (sp->nstack) {
-		__u32 n = sp->nstack;
-
-		if (n > 4)
-			n = 4;
-		nt_uprobe_args_from7(ctx, rc->sarg, n);
-	}
-	rc->out[0] = rc->out[1] = 0;
-	if ((sp->flags & NT_CUDA_SPEC_DEREF) && sp->deref_arg) {
-		__u64 p = arg_n(rc, sp->deref_arg);
-		__u32 sz = sp->deref_size;
-
-		if (sz > NT_CUDA_BLOB)
-			sz = NT_CUDA_BLOB;
-		if (p && sz)
-			bpf_probe_read_user(rc->blob, sz, (void *)p);
-	}
+	capture_args(ctx, sp, rc);
 	rc->nframes = 0;
+	rc->pad = 0;
 	if (stacks_on && (sp->flags & NT_CUDA_SPEC_STACK)) {
 		long n = bpf_get_stack(ctx, rc->ips, sizeof(rc->ips),
 				       BPF_F_USER_STACK);
@@ -336,6 +367,74 @@ static __always_inline void emit_kname(struct nt_cuda_raw_call *rc, __u64 id)
 	output(k, (NT_CUDA_RAW_KNAME_FIXED + n) & 0xfff);
 }
 
+/* The pointees of the call's output arguments, read at its return. */
+static __always_inline void read_outs(const struct nt_cuda_spec *sp,
+				      struct nt_cuda_raw_call *rc)
+{
+	if (sp->out_arg) {
+		__u64 p = arg_n(rc, sp->out_arg);
+
+		if (p)
+			bpf_probe_read_user(&rc->out[0], 8, (void *)p);
+	}
+	if (sp->out2_arg) {
+		__u64 p = arg_n(rc, sp->out2_arg);
+
+		if (p)
+			bpf_probe_read_user(&rc->out[1], 8, (void *)p);
+	}
+}
+
+/* A successful device or context call: the thread's current device. */
+static __always_inline void note_device(__u32 api, __u32 tid,
+					const struct nt_cuda_raw_call *rc)
+{
+	if (api == NT_CUDA_API_cudaSetDevice) {
+		__s32 d = (__s32)rc->arg[0];
+
+		bpf_map_update_elem(&cur_dev, &tid, &d, BPF_ANY);
+	} else if (api == NT_CUDA_API_cuDevicePrimaryCtxRetain) {
+		__u64 c = rc->out[0];
+		__s32 d = (__s32)rc->arg[1];
+
+		bpf_map_update_elem(&ctx_dev, &c, &d, BPF_ANY);
+	} else if (api == NT_CUDA_API_cuCtxSetCurrent ||
+		   api == NT_CUDA_API_cuCtxPushCurrent_v2) {
+		__u64 c = rc->arg[0];
+		__s32 *d = bpf_map_lookup_elem(&ctx_dev, &c);
+
+		if (d) {
+			__s32 dv = *d;
+
+			bpf_map_update_elem(&cur_dev, &tid, &dv, BPF_ANY);
+		}
+	}
+}
+
+/* A capture begins or ends on this thread (graph-building calls). */
+static __always_inline void note_capture(__u32 api, __u32 tid,
+					 const struct nt_cuda_raw_call *rc)
+{
+	bool begin = api == NT_CUDA_API_cudaStreamBeginCapture ||
+		     api == NT_CUDA_API_cudaStreamBeginCapture_ptsz ||
+		     api == NT_CUDA_API_cudaStreamBeginCaptureToGraph ||
+		     api == NT_CUDA_API_cuStreamBeginCapture_v2 ||
+		     api == NT_CUDA_API_cuStreamBeginCapture_v2_ptsz ||
+		     api == NT_CUDA_API_cuStreamBeginCaptureToGraph;
+	bool end = api == NT_CUDA_API_cudaStreamEndCapture ||
+		   api == NT_CUDA_API_cudaStreamEndCapture_ptsz ||
+		   api == NT_CUDA_API_cuStreamEndCapture ||
+		   api == NT_CUDA_API_cuStreamEndCapture_ptsz;
+	__u64 stream = rc->arg[0];
+
+	if (begin && (__u32)rc->ret == 0 &&
+	    bpf_map_update_elem(&capturing, &tid, &stream, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&capturing_n, 1);
+	/* a capture ends with its EndCapture, failed or not */
+	if (end && bpf_map_delete_elem(&capturing, &tid) == 0)
+		__sync_fetch_and_add(&capturing_n, -1);
+}
+
 SEC("uretprobe")
 int call_return(struct pt_regs *ctx)
 {
@@ -360,40 +459,23 @@ int call_return(struct pt_regs *ctx)
 	rc->ret = PT_REGS_RC(ctx);
 	rc->flags |= NT_CUDA_F_RET;
 	rc->cgroup_id = bpf_get_current_cgroup_id();
-	if (sp->out_arg) {
-		__u64 p = arg_n(rc, sp->out_arg);
-
-		if (p)
-			bpf_probe_read_user(&rc->out[0], 8, (void *)p);
-	}
-	if (sp->out2_arg) {
-		__u64 p = arg_n(rc, sp->out2_arg);
-
-		if (p)
-			bpf_probe_read_user(&rc->out[1], 8, (void *)p);
-	}
+	read_outs(sp, rc);
 	fam = sp->family;
-	if (fam == NT_CUDA_FAM_DEVICE && (__u32)rc->ret == 0) {
-		if (api == NT_CUDA_API_cudaSetDevice) {
-			__s32 d = (__s32)rc->arg[0];
+	if (fam == NT_CUDA_FAM_GRAPHDEF)
+		note_capture(api, tid, rc);
+	if (stacks_on && rc->nframes == 0 && (__u32)rc->ret != 0) {
+		/* a failed call without an entry stack: the caller's stack at
+		 * the return (user space appends the function's name) */
+		long n = bpf_get_stack(ctx, rc->ips, sizeof(rc->ips),
+				       BPF_F_USER_STACK);
 
-			bpf_map_update_elem(&cur_dev, &tid, &d, BPF_ANY);
-		} else if (api == NT_CUDA_API_cuDevicePrimaryCtxRetain) {
-			__u64 c = rc->out[0];
-			__s32 d = (__s32)rc->arg[1];
-
-			bpf_map_update_elem(&ctx_dev, &c, &d, BPF_ANY);
-		} else if (api == NT_CUDA_API_cuCtxSetCurrent) {
-			__u64 c = rc->arg[0];
-			__s32 *d = bpf_map_lookup_elem(&ctx_dev, &c);
-
-			if (d) {
-				__s32 dv = *d;
-
-				bpf_map_update_elem(&cur_dev, &tid, &dv,
-						    BPF_ANY);
-			}
+		if (n > 0) {
+			rc->nframes = n / 8;
+			rc->pad = NT_CUDA_RAWF_RET_STACK;
 		}
+	}
+	if (fam == NT_CUDA_FAM_DEVICE && (__u32)rc->ret == 0) {
+		note_device(api, tid, rc);
 		bpf_map_delete_elem(&inflight, &key);
 		return 0;
 	}
@@ -461,67 +543,48 @@ static __always_inline bool auto_layer_dup(int kind, __u32 tid)
 	return true;
 }
 
-static __always_inline int do_launch(struct pt_regs *ctx, int kind)
+/*
+ * Count a launch of func by tgid: in the slot user space installed for the
+ * kernel (the fast path: -1, nothing more to do), else in the hash
+ * `launches` under *k (filled here): 1 when this created the key (the
+ * kernel's first launch in the process), 0 otherwise.
+ */
+static __always_inline int count_launch(struct pt_regs *ctx, __u32 tgid,
+					__u64 func,
+					struct nt_cuda_launch_key *k)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, zero = 0;
-	struct nt_cuda_launch_key k = {};
-	struct nt_cuda_raw_launch *rl;
-	__u64 *cnt, one = 1, func, cfg = 0;
-	__u8 first = 0;
+	__u64 *cnt, one = 1;
 
-	if (!target_ok_cached(tgid))
-		return 0;
-	/* in auto mode: runtime launches are probed only while no driver
-	 * is known; a driver launch looks only during a hand-over */
-	if (auto_layer && (kind == L_RT || kind == L_RT_EX || handover) &&
-	    auto_layer_dup(kind, (__u32)id))
-		return 0;
-	if (kind == L_RT_EX || kind == L_DRV_EX) {
-		cfg = PT_REGS_PARM1(ctx);
-		func = PT_REGS_PARM2(ctx);
-	} else {
-		func = PT_REGS_PARM1(ctx);
-	}
 	if (!launch_events) {
-		/* fast path: the slot user space installed for this kernel */
 		__u32 idx = nt_cuda_lslot_idx(tgid, func);
 		struct nt_cuda_lslot *ls = bpf_map_lookup_elem(&lslots, &idx);
 
 		if (ls && ls->tgid == tgid && ls->func == func) {
 			__sync_fetch_and_add(&ls->count, 1);
-			return 0;
+			return -1;
 		}
 	}
-	k.tgid = tgid;
-	k.api = (__u16)bpf_get_attach_cookie(ctx);
-	k.func = func;
-	cnt = bpf_map_lookup_elem(&launches, &k);
+	k->tgid = tgid;
+	k->api = (__u16)bpf_get_attach_cookie(ctx);
+	k->func = func;
+	cnt = bpf_map_lookup_elem(&launches, k);
 	if (cnt) {
 		__sync_fetch_and_add(cnt, 1);
-	} else if (bpf_map_update_elem(&launches, &k, &one, BPF_NOEXIST) == 0) {
-		first = 1;
-	} else {
-		cnt = bpf_map_lookup_elem(&launches, &k);
-		if (cnt)
-			__sync_fetch_and_add(cnt, 1);
+		return 0;
 	}
-	if (!first && !launch_events)
-		return 0;
+	if (bpf_map_update_elem(&launches, k, &one, BPF_NOEXIST) == 0)
+		return 1;
+	cnt = bpf_map_lookup_elem(&launches, k);
+	if (cnt)
+		__sync_fetch_and_add(cnt, 1);
+	return 0;
+}
 
-	rl = bpf_map_lookup_elem(&launch_scratch, &zero);
-	if (!rl)
-		return 0;
-	fill_hdr(&rl->hdr, NT_CUDA_RAW_LAUNCH, id);
-	rl->cgroup_id = bpf_get_current_cgroup_id();
-	rl->func = func;
-	rl->api = k.api;
-	rl->layer = (kind == L_RT || kind == L_RT_EX) ? NT_CUDA_LAYER_RUNTIME
-						       : NT_CUDA_LAYER_DRIVER;
-	rl->first = first;
-	rl->device = device_of((__u32)id, rl->layer);
-	rl->stream = 0;
-	rl->shared_mem = 0;
+/* Grid, block, shared memory and stream of a launch, by its form. */
+static __always_inline void launch_config(struct pt_regs *ctx, int kind,
+					  __u64 cfg,
+					  struct nt_cuda_raw_launch *rl)
+{
 	if (kind == L_RT) {
 		/* cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem,
 		 * stream): each dim3 travels in two registers. */
@@ -566,6 +629,63 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 		rl->block[2] = dims[5];
 		rl->shared_mem = dims[6];
 	}
+}
+
+static __always_inline int do_launch(struct pt_regs *ctx, int kind)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, zero = 0;
+	struct nt_cuda_launch_key k = {};
+	struct nt_cuda_raw_launch *rl;
+	__u64 func, cfg = 0;
+	__u8 first = 0;
+
+	if (!target_ok_cached(tgid))
+		return 0;
+	/* in auto mode: runtime launches are probed only while no driver
+	 * is known; a driver launch looks only during a hand-over */
+	if (auto_layer && (kind == L_RT || kind == L_RT_EX || handover) &&
+	    auto_layer_dup(kind, (__u32)id))
+		return 0;
+	if (kind == L_RT_EX || kind == L_DRV_EX) {
+		cfg = PT_REGS_PARM1(ctx);
+		func = PT_REGS_PARM2(ctx);
+	} else {
+		func = PT_REGS_PARM1(ctx);
+	}
+	if (capturing_n > 0) {
+		__u32 tid = (__u32)id;
+
+		/* into a graph: recorded for user space, not counted */
+		if (bpf_map_lookup_elem(&capturing, &tid))
+			first = NT_CUDA_LAUNCH_CAPTURED;
+	}
+	if (!first) {
+		int r = count_launch(ctx, tgid, func, &k);
+
+		if (r < 0)
+			return 0; /* counted in its slot */
+		first = (__u8)r;
+	} else {
+		k.api = (__u16)bpf_get_attach_cookie(ctx);
+	}
+	if (!first && !launch_events)
+		return 0;
+
+	rl = bpf_map_lookup_elem(&launch_scratch, &zero);
+	if (!rl)
+		return 0;
+	fill_hdr(&rl->hdr, NT_CUDA_RAW_LAUNCH, id);
+	rl->cgroup_id = bpf_get_current_cgroup_id();
+	rl->func = func;
+	rl->api = k.api;
+	rl->layer = (kind == L_RT || kind == L_RT_EX) ? NT_CUDA_LAYER_RUNTIME
+						       : NT_CUDA_LAYER_DRIVER;
+	rl->first = first;
+	rl->device = device_of((__u32)id, rl->layer);
+	rl->stream = 0;
+	rl->shared_mem = 0;
+	launch_config(ctx, kind, cfg, rl);
 	rl->nframes = 0;
 	if (stacks_on || first) {
 		long n = bpf_get_stack(ctx, rl->ips, sizeof(rl->ips),

@@ -34,6 +34,11 @@ enum nt_cuda_family {
 	NT_CUDA_FAM_SYNC = 7,    /* -> cuda.sync */
 	NT_CUDA_FAM_KNAME = 8,   /* driver handle -> kernel name (no event) */
 	NT_CUDA_FAM_DEVICE = 9,  /* current device / context (no event) */
+	NT_CUDA_FAM_GRAPHDEF = 10, /* graph building: capture, nodes,
+				    * instantiate, update, destroy (no event:
+				    * the kernels a graph launch runs) */
+	NT_CUDA_FAM_VMM = 11,    /* virtual memory: cuMemCreate/Map/Unmap/Release
+				  * (a mapping is booked as cuda.alloc/free) */
 };
 
 /* clang-format off */
@@ -127,7 +132,42 @@ enum nt_cuda_family {
 	X(cuLibraryGetKernel,           "cuLibraryGetKernel",           NT_CUDA_LAYER_DRIVER,  NT_CUDA_FAM_KNAME)  \
 	X(cuKernelGetFunction,          "cuKernelGetFunction",          NT_CUDA_LAYER_DRIVER,  NT_CUDA_FAM_KNAME)  \
 	X(cuCtxSetCurrent,              "cuCtxSetCurrent",              NT_CUDA_LAYER_DRIVER,  NT_CUDA_FAM_DEVICE) \
-	X(cuDevicePrimaryCtxRetain,     "cuDevicePrimaryCtxRetain",     NT_CUDA_LAYER_DRIVER,  NT_CUDA_FAM_DEVICE)
+	X(cuDevicePrimaryCtxRetain,     "cuDevicePrimaryCtxRetain",     NT_CUDA_LAYER_DRIVER,  NT_CUDA_FAM_DEVICE) \
+	/* ---- appended in ABI 1.x (ids above unchanged): graphs, virtual \
+	 * memory, context push ---- */                                       \
+	X(cudaStreamBeginCapture,        "cudaStreamBeginCapture",        NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaStreamBeginCapture_ptsz,   "cudaStreamBeginCapture_ptsz",   NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaStreamBeginCaptureToGraph, "cudaStreamBeginCaptureToGraph",  NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaStreamEndCapture,          "cudaStreamEndCapture",          NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaStreamEndCapture_ptsz,     "cudaStreamEndCapture_ptsz",     NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphInstantiate,          "cudaGraphInstantiate",          NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphInstantiateWithFlags, "cudaGraphInstantiateWithFlags",  NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphInstantiateWithParams, "cudaGraphInstantiateWithParams",  NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphAddKernelNode,        "cudaGraphAddKernelNode",        NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphKernelNodeSetParams,  "cudaGraphKernelNodeSetParams",  NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphExecKernelNodeSetParams, "cudaGraphExecKernelNodeSetParams",  NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphExecUpdate,           "cudaGraphExecUpdate",           NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphDestroy,              "cudaGraphDestroy",              NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cudaGraphExecDestroy,          "cudaGraphExecDestroy",          NT_CUDA_LAYER_RUNTIME, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuStreamBeginCapture_v2,       "cuStreamBeginCapture_v2",       NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuStreamBeginCapture_v2_ptsz,  "cuStreamBeginCapture_v2_ptsz",  NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuStreamBeginCaptureToGraph,   "cuStreamBeginCaptureToGraph",   NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuStreamEndCapture,            "cuStreamEndCapture",            NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuStreamEndCapture_ptsz,       "cuStreamEndCapture_ptsz",       NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphInstantiateWithFlags,   "cuGraphInstantiateWithFlags",   NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphInstantiateWithParams,  "cuGraphInstantiateWithParams",  NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphInstantiate_v2,         "cuGraphInstantiate_v2",         NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphAddKernelNode_v2,       "cuGraphAddKernelNode_v2",       NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphKernelNodeSetParams_v2, "cuGraphKernelNodeSetParams_v2",  NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphExecKernelNodeSetParams_v2, "cuGraphExecKernelNodeSetParams_v2",  NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphExecUpdate_v2,          "cuGraphExecUpdate_v2",          NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphDestroy,                "cuGraphDestroy",                NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuGraphExecDestroy,            "cuGraphExecDestroy",            NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_GRAPHDEF) \
+	X(cuMemCreate,                   "cuMemCreate",                   NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_VMM) \
+	X(cuMemRelease,                  "cuMemRelease",                  NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_VMM) \
+	X(cuMemMap,                      "cuMemMap",                      NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_VMM) \
+	X(cuMemUnmap,                    "cuMemUnmap",                    NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_VMM) \
+	X(cuCtxPushCurrent_v2,           "cuCtxPushCurrent_v2",           NT_CUDA_LAYER_DRIVER, NT_CUDA_FAM_DEVICE)
 /* clang-format on */
 
 #define NT_CUDA_API_ENUM_(id, sym, layer, fam) NT_CUDA_API_##id,

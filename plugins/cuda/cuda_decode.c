@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/sb.h"
+
 /* From the C++ runtime (libstdc++), callable from C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 			    int *status);
@@ -104,10 +106,18 @@ void nt_cuda_state_init(struct nt_cuda_state *st, nt_cuda_sym_fn sym,
 	st->stack_depth = NT_CUDA_STACK_MAX;
 }
 
+_Static_assert(NT_CUDA_API_COUNT <= NT_CUDA_FN_BASE,
+	       "api ids and function-table cookies overlap");
+
+/* Bound of each per-process graph table and of the handle table. */
+#define PROC_HANDLES_MAX 65536
+
 static void proc_free(struct nt_cuda_proc *p)
 {
 	if (!p)
 		return;
+	nt_cuda_graphs_fini(&p->graphs);
+	nt_hmap_fini(&p->vmm);
 	free(p->blocks);
 	free(p->outst);
 	smap_free(&p->knames);
@@ -172,6 +182,9 @@ struct nt_cuda_proc *nt_cuda_proc_get(struct nt_cuda_state *st, uint32_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	nt_cuda_graphs_init(&p->graphs, PROC_HANDLES_MAX);
+	nt_hmap_init(&p->vmm, sizeof(uint64_t), sizeof(struct nt_cuda_vmm),
+		     PROC_HANDLES_MAX);
 	procs_insert(st->procs, st->capprocs, p);
 	st->nprocs++;
 	return p;
@@ -339,6 +352,50 @@ static bool block_remove(struct nt_cuda_proc *p, uint64_t ptr,
 /* Specs: what the BPF side captures per API                           */
 /* ------------------------------------------------------------------ */
 
+/* Graph building: which argument is the handle made (read at return),
+ * which one points at kernel-node parameters (func at offset 0). */
+static void graphdef_spec(unsigned api, struct nt_cuda_spec *s)
+{
+	switch (api) {
+	case NT_CUDA_API_cudaStreamEndCapture:
+	case NT_CUDA_API_cudaStreamEndCapture_ptsz:
+	case NT_CUDA_API_cuStreamEndCapture:
+	case NT_CUDA_API_cuStreamEndCapture_ptsz:
+		s->out_arg = 2; /* (stream, &graph) */
+		break;
+	case NT_CUDA_API_cudaGraphInstantiate:
+	case NT_CUDA_API_cudaGraphInstantiateWithFlags:
+	case NT_CUDA_API_cudaGraphInstantiateWithParams:
+	case NT_CUDA_API_cuGraphInstantiateWithFlags:
+	case NT_CUDA_API_cuGraphInstantiateWithParams:
+	case NT_CUDA_API_cuGraphInstantiate_v2:
+		s->out_arg = 1; /* (&exec, graph, ...) */
+		break;
+	case NT_CUDA_API_cudaGraphAddKernelNode:
+	case NT_CUDA_API_cuGraphAddKernelNode_v2:
+		/* (&node, graph, deps, ndeps, params) */
+		s->out_arg = 1;
+		s->flags = NT_CUDA_SPEC_DEREF;
+		s->deref_arg = 5;
+		s->deref_size = NT_CUDA_BLOB;
+		break;
+	case NT_CUDA_API_cudaGraphKernelNodeSetParams:
+	case NT_CUDA_API_cuGraphKernelNodeSetParams_v2:
+		s->flags = NT_CUDA_SPEC_DEREF; /* (node, params) */
+		s->deref_arg = 2;
+		s->deref_size = NT_CUDA_BLOB;
+		break;
+	case NT_CUDA_API_cudaGraphExecKernelNodeSetParams:
+	case NT_CUDA_API_cuGraphExecKernelNodeSetParams_v2:
+		s->flags = NT_CUDA_SPEC_DEREF; /* (exec, node, params) */
+		s->deref_arg = 3;
+		s->deref_size = NT_CUDA_BLOB;
+		break;
+	default:
+		break;
+	}
+}
+
 bool nt_cuda_spec_for(unsigned api, struct nt_cuda_spec *s)
 {
 	int fam = nt_cuda_api_family(api);
@@ -382,6 +439,20 @@ bool nt_cuda_spec_for(unsigned api, struct nt_cuda_spec *s)
 	case NT_CUDA_FAM_LAUNCH:
 		/* launches have their own programs (no return probe) */
 		s->flags = NT_CUDA_SPEC_STACK;
+		break;
+	case NT_CUDA_FAM_GRAPHDEF:
+		graphdef_spec(api, s);
+		break;
+	case NT_CUDA_FAM_VMM:
+		if (api == NT_CUDA_API_cuMemCreate) {
+			/* (&handle, size, prop, flags): prop's location */
+			s->out_arg = 1;
+			s->flags = NT_CUDA_SPEC_STACK | NT_CUDA_SPEC_DEREF;
+			s->deref_arg = 3;
+			s->deref_size = 16;
+		} else if (api != NT_CUDA_API_cuMemRelease) {
+			s->flags = NT_CUDA_SPEC_STACK;
+		}
 		break;
 	default:
 		return false;
@@ -602,6 +673,24 @@ int nt_cuda_classify_copy(const struct nt_cuda_proc *p, uint64_t dst,
 	return NT_CUDA_DIR_H2H;
 }
 
+/* A stack taken at the return of a failed call: the caller's frames, then
+ * the function itself, last as in every stack of the probe. */
+static void ret_stack(struct nt_cuda_state *st, struct nt_cuda_rec *rec,
+		      struct nt_vstr *field, const struct nt_cuda_raw_call *rc)
+{
+	const char *fn = nt_cuda_api_name(rc->api);
+	size_t fl = strlen(fn);
+
+	rec_stack(st, rec, field, rc->hdr.pid, rc->ips, rc->nframes, NULL);
+	if (rec->u.hdr.size + fl + 1 > NT_CUDA_REC_MAX)
+		return;
+	if (field->len)
+		rec->u.bytes[rec->u.hdr.size++] = ';';
+	memcpy(rec->u.bytes + rec->u.hdr.size, fn, fl);
+	rec->u.hdr.size += (uint32_t)fl;
+	field->len = rec->u.hdr.size - field->off;
+}
+
 /* Error record for a failed call. */
 static void build_error(struct nt_cuda_state *st, const struct nt_cuda_raw_call *rc,
 			uint64_t size, uint64_t handle, struct nt_cuda_rec *rec)
@@ -617,9 +706,19 @@ static void build_error(struct nt_cuda_state *st, const struct nt_cuda_raw_call 
 	rec_cstr(rec, &e->api_name, nt_cuda_api_name(rc->api));
 	rec_cstr(rec, &e->error_name,
 		 nt_cuda_error_format(rc->layer, (int32_t)rc->ret, buf, sizeof(buf)));
-	rec_stack(st, rec, &e->stack, rc->hdr.pid, rc->ips, rc->nframes,
-		  nt_cuda_api_name(rc->api));
+	if (rc->pad & NT_CUDA_RAWF_RET_STACK)
+		ret_stack(st, rec, &e->stack, rc);
+	else
+		rec_stack(st, rec, &e->stack, rc->hdr.pid, rc->ips, rc->nframes,
+			  nt_cuda_api_name(rc->api));
 }
+
+static void alloc_book(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		       const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+		       struct nt_cuda_alloc *a);
+static void free_book(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		      const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+		      struct nt_cuda_free *f);
 
 static int decode_alloc(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 			const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
@@ -679,11 +778,25 @@ static int decode_alloc(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 	    api == NT_CUDA_API_cuMemAllocAsync_ptsz ||
 	    api == NT_CUDA_API_cuMemAllocFromPoolAsync_ptsz)
 		a->flags |= NT_CUDA_F_PTSZ;
+	alloc_book(st, p, rc, rec, a);
+	*err_size = a->size;
+	return 1;
+}
+
+/* The common end of an allocation record: the block booked (successful
+ * calls), totals, function name and stack. */
+static void alloc_book(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		       const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+		       struct nt_cuda_alloc *a)
+{
+	bool ok = (int32_t)rc->ret == 0;
+	unsigned api = rc->api;
+
 	a->stack_id = nt_cuda_stack_id(rc->ips, rc->nframes);
 	if (ok && a->ptr) {
 		struct nt_cuda_block b = {
 			.ptr = a->ptr, .size = a->size, .ts_ns = rc->hdr.ts_ns,
-			.stack_id = a->stack_id, .device = rc->device,
+			.stack_id = a->stack_id, .device = a->device,
 			.kind = a->kind,
 		};
 
@@ -691,23 +804,20 @@ static int decode_alloc(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 		p->tot.allocs++;
 		p->tot.alloc_bytes += a->size;
 	} else {
-		a->outstanding_bytes = nt_cuda_outstanding(p, rc->device, a->kind);
+		a->outstanding_bytes = nt_cuda_outstanding(p, a->device, a->kind);
 		if (!ok)
 			p->tot.alloc_failed++;
 	}
 	rec_cstr(rec, &a->api_name, nt_cuda_api_name(api));
 	rec_stack(st, rec, &a->stack, rc->hdr.pid, rc->ips, rc->nframes,
 		  nt_cuda_api_name(api));
-	*err_size = a->size;
-	return 1;
 }
 
 static int decode_free(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 		       const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec)
 {
 	struct nt_cuda_free *f;
-	struct nt_cuda_block b = {0};
-	bool ok = (int32_t)rc->ret == 0, known;
+	bool ok = (int32_t)rc->ret == 0;
 	unsigned api = rc->api;
 
 	/* cudaFree(NULL) initialises a context; it frees nothing */
@@ -736,6 +846,20 @@ static int decode_free(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 		f->kind = NT_CUDA_MEM_DEVICE;
 		break;
 	}
+	free_book(st, p, rc, rec, f);
+	return 1;
+}
+
+/* The common end of a free record: the block's booking undone (its size,
+ * kind, device and allocation time from the map), name and stack. */
+static void free_book(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		      const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+		      struct nt_cuda_free *f)
+{
+	struct nt_cuda_block b = {0};
+	bool ok = (int32_t)rc->ret == 0, known;
+	unsigned api = rc->api;
+
 	known = ok && block_remove(p, f->ptr, &b);
 	if (known) {
 		f->size = b.size;
@@ -754,7 +878,46 @@ static int decode_free(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 	rec_cstr(rec, &f->api_name, nt_cuda_api_name(api));
 	rec_stack(st, rec, &f->stack, rc->hdr.pid, rc->ips, rc->nframes,
 		  nt_cuda_api_name(api));
-	return 1;
+}
+
+/* The driver's copies: arguments, direction, stream. */
+static void memcpy_driver(struct nt_cuda_memcpy *m, const uint64_t *a,
+			  unsigned api, int *dir, bool *async)
+{
+	switch (api) {
+	case NT_CUDA_API_cuMemcpy:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		break;
+	case NT_CUDA_API_cuMemcpyAsync:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2], m->stream = a[3];
+		*async = true;
+		break;
+	case NT_CUDA_API_cuMemcpyHtoD_v2:
+	case NT_CUDA_API_cuMemcpyHtoDAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		*dir = NT_CUDA_DIR_H2D;
+		break;
+	case NT_CUDA_API_cuMemcpyDtoH_v2:
+	case NT_CUDA_API_cuMemcpyDtoHAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		*dir = NT_CUDA_DIR_D2H;
+		break;
+	case NT_CUDA_API_cuMemcpyDtoD_v2:
+	case NT_CUDA_API_cuMemcpyDtoDAsync_v2:
+		m->dst = a[0], m->src = a[1], m->bytes = a[2];
+		*dir = NT_CUDA_DIR_D2D;
+		break;
+	case NT_CUDA_API_cuMemcpyPeer:
+	case NT_CUDA_API_cuMemcpyPeerAsync:
+		/* (dst, dstCtx, src, srcCtx, count[, stream]) */
+		m->dst = a[0], m->src = a[2], m->bytes = a[4];
+		*dir = NT_CUDA_DIR_P2P;
+		if (api == NT_CUDA_API_cuMemcpyPeerAsync)
+			m->stream = a[5], *async = true;
+		break;
+	default:
+		break;
+	}
 }
 
 static int decode_memcpy(struct nt_cuda_state *st, struct nt_cuda_proc *p,
@@ -801,37 +964,8 @@ static int decode_memcpy(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 		if (api == NT_CUDA_API_cudaMemcpy2DAsync)
 			m->stream = rc->sarg[1], async = true;
 		break;
-	case NT_CUDA_API_cuMemcpy:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		break;
-	case NT_CUDA_API_cuMemcpyAsync:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2], m->stream = a[3];
-		async = true;
-		break;
-	case NT_CUDA_API_cuMemcpyHtoD_v2:
-	case NT_CUDA_API_cuMemcpyHtoDAsync_v2:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		dir = NT_CUDA_DIR_H2D;
-		break;
-	case NT_CUDA_API_cuMemcpyDtoH_v2:
-	case NT_CUDA_API_cuMemcpyDtoHAsync_v2:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		dir = NT_CUDA_DIR_D2H;
-		break;
-	case NT_CUDA_API_cuMemcpyDtoD_v2:
-	case NT_CUDA_API_cuMemcpyDtoDAsync_v2:
-		m->dst = a[0], m->src = a[1], m->bytes = a[2];
-		dir = NT_CUDA_DIR_D2D;
-		break;
-	case NT_CUDA_API_cuMemcpyPeer:
-	case NT_CUDA_API_cuMemcpyPeerAsync:
-		/* (dst, dstCtx, src, srcCtx, count[, stream]) */
-		m->dst = a[0], m->src = a[2], m->bytes = a[4];
-		dir = NT_CUDA_DIR_P2P;
-		if (api == NT_CUDA_API_cuMemcpyPeerAsync)
-			m->stream = a[5], async = true;
-		break;
 	default:
+		memcpy_driver(m, a, api, &dir, &async);
 		break;
 	}
 	if (api == NT_CUDA_API_cuMemcpyHtoDAsync_v2 ||
@@ -944,10 +1078,214 @@ static int decode_graph(struct nt_cuda_state *st, struct nt_cuda_proc *p,
 	if (rc->api == NT_CUDA_API_cudaGraphLaunch_ptsz ||
 	    rc->api == NT_CUDA_API_cuGraphLaunch_ptsz)
 		g->flags |= NT_CUDA_F_PTSZ;
-	if ((int32_t)rc->ret == 0)
+	if ((int32_t)rc->ret == 0) {
+		const struct nt_cuda_glist *k =
+			nt_cuda_graph_kernels(&p->graphs, g->graph_exec);
+
 		p->tot.graph_launches++;
+		if (k)
+			p->tot.launches += k->n;
+	}
 	rec_cstr(rec, &g->api_name, nt_cuda_api_name(rc->api));
 	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Virtual memory: a mapping is what occupies device memory            */
+/* ------------------------------------------------------------------ */
+
+/* cuMemCreate(&handle, size, prop, flags): remembered; a failure is a
+ * failed device allocation (what the OOM detector must see). */
+static int vmm_create(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		      const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+		      uint64_t *err_size)
+{
+	struct nt_cuda_alloc *a;
+	int32_t loc_type, loc_id, dev = rc->device;
+
+	memcpy(&loc_type, rc->blob + 8, 4);
+	memcpy(&loc_id, rc->blob + 12, 4);
+	if (loc_type == 1 /* CU_MEM_LOCATION_TYPE_DEVICE */ && loc_id >= 0)
+		dev = loc_id;
+	*err_size = rc->arg[1];
+	if ((int32_t)rc->ret == 0) {
+		struct nt_cuda_vmm *v = nt_hmap_put(&p->vmm, &rc->out[0], NULL);
+
+		if (v) {
+			v->size = rc->arg[1];
+			v->device = dev;
+		}
+		return 0;
+	}
+	a = rec_start(st, rec, NT_CUDA_EVT_ALLOC, &rc->hdr, sizeof(*a));
+	COMMON_FROM_RAW(a, rc);
+	a->device = dev;
+	a->size = rc->arg[1];
+	a->kind = NT_CUDA_MEM_DEVICE;
+	alloc_book(st, p, rc, rec, a);
+	return 1;
+}
+
+/* cuMemMap(ptr, size, offset, handle, flags) -> cuda.alloc at ptr;
+ * cuMemUnmap(ptr, size) -> cuda.free of it; cuMemRelease(handle): the
+ * handle is forgotten (its memory lives on while mapped). */
+static int decode_vmm(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+		      const struct nt_cuda_raw_call *rc, struct nt_cuda_rec *rec,
+		      uint64_t *err_size)
+{
+	bool ok = (int32_t)rc->ret == 0;
+
+	switch (rc->api) {
+	case NT_CUDA_API_cuMemCreate:
+		return vmm_create(st, p, rc, rec, err_size);
+	case NT_CUDA_API_cuMemRelease:
+		if (ok)
+			nt_hmap_del(&p->vmm, &rc->arg[0]);
+		return 0;
+	case NT_CUDA_API_cuMemMap: {
+		const struct nt_cuda_vmm *v = nt_hmap_get(&p->vmm, &rc->arg[3]);
+		struct nt_cuda_alloc *a;
+
+		*err_size = rc->arg[1];
+		if (!ok)
+			return 0;
+		a = rec_start(st, rec, NT_CUDA_EVT_ALLOC, &rc->hdr, sizeof(*a));
+		COMMON_FROM_RAW(a, rc);
+		if (v)
+			a->device = v->device;
+		a->ptr = rc->arg[0];
+		a->size = rc->arg[1];
+		a->kind = NT_CUDA_MEM_DEVICE;
+		alloc_book(st, p, rc, rec, a);
+		return 1;
+	}
+	case NT_CUDA_API_cuMemUnmap: {
+		struct nt_cuda_free *f;
+
+		*err_size = rc->arg[1];
+		if (!ok)
+			return 0;
+		f = rec_start(st, rec, NT_CUDA_EVT_FREE, &rc->hdr, sizeof(*f));
+		COMMON_FROM_RAW(f, rc);
+		f->ptr = rc->arg[0];
+		f->kind = NT_CUDA_MEM_DEVICE;
+		free_book(st, p, rc, rec, f);
+		return 1;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Graph building: what each graph launch will run (cuda_graph.c)      */
+/* ------------------------------------------------------------------ */
+
+/* The kernel of kernel-node parameters read at entry: the runtime's
+ * cudaKernelNodeParams and the driver's CUDA_KERNEL_NODE_PARAMS(_v2)
+ * both begin with func; the driver's v2 names a CUkernel at offset 56
+ * when func is NULL. */
+static uint64_t node_func(const struct nt_cuda_raw_call *rc)
+{
+	uint64_t f;
+
+	memcpy(&f, rc->blob, 8);
+	if (!f && rc->layer == NT_CUDA_LAYER_DRIVER)
+		memcpy(&f, rc->blob + 56, 8);
+	return f;
+}
+
+static void decode_graphdef(struct nt_cuda_proc *p,
+			    const struct nt_cuda_raw_call *rc)
+{
+	struct nt_cuda_graphs *g = &p->graphs;
+	bool ok = (int32_t)rc->ret == 0;
+	const uint64_t *a = rc->arg;
+
+	switch (rc->api) {
+	case NT_CUDA_API_cudaStreamBeginCapture:
+	case NT_CUDA_API_cudaStreamBeginCapture_ptsz:
+	case NT_CUDA_API_cudaStreamBeginCaptureToGraph:
+	case NT_CUDA_API_cuStreamBeginCapture_v2:
+	case NT_CUDA_API_cuStreamBeginCapture_v2_ptsz:
+	case NT_CUDA_API_cuStreamBeginCaptureToGraph:
+		if (ok)
+			nt_cuda_graph_capture_begin(g, rc->hdr.tid);
+		break;
+	case NT_CUDA_API_cudaStreamEndCapture:
+	case NT_CUDA_API_cudaStreamEndCapture_ptsz:
+	case NT_CUDA_API_cuStreamEndCapture:
+	case NT_CUDA_API_cuStreamEndCapture_ptsz:
+		nt_cuda_graph_capture_end(g, rc->hdr.tid, ok ? rc->out[0] : 0);
+		break;
+	case NT_CUDA_API_cudaGraphInstantiate:
+	case NT_CUDA_API_cudaGraphInstantiateWithFlags:
+	case NT_CUDA_API_cudaGraphInstantiateWithParams:
+	case NT_CUDA_API_cuGraphInstantiateWithFlags:
+	case NT_CUDA_API_cuGraphInstantiateWithParams:
+	case NT_CUDA_API_cuGraphInstantiate_v2:
+		if (ok)
+			nt_cuda_graph_instantiate(g, rc->out[0], a[1]);
+		break;
+	case NT_CUDA_API_cudaGraphExecUpdate:
+	case NT_CUDA_API_cuGraphExecUpdate_v2:
+		if (ok)
+			nt_cuda_graph_instantiate(g, a[0], a[1]);
+		break;
+	case NT_CUDA_API_cudaGraphAddKernelNode:
+	case NT_CUDA_API_cuGraphAddKernelNode_v2:
+		if (ok)
+			nt_cuda_graph_add_node(g, a[1], rc->out[0], rc->layer,
+					       node_func(rc));
+		break;
+	case NT_CUDA_API_cudaGraphKernelNodeSetParams:
+	case NT_CUDA_API_cuGraphKernelNodeSetParams_v2:
+		if (ok)
+			nt_cuda_graph_node_set(g, a[0], rc->layer, node_func(rc));
+		break;
+	case NT_CUDA_API_cudaGraphExecKernelNodeSetParams:
+	case NT_CUDA_API_cuGraphExecKernelNodeSetParams_v2:
+		if (ok)
+			nt_cuda_graph_exec_node_set(g, a[0], a[1], rc->layer,
+						    node_func(rc));
+		break;
+	case NT_CUDA_API_cudaGraphDestroy:
+	case NT_CUDA_API_cuGraphDestroy:
+		if (ok)
+			nt_cuda_graph_destroy(g, a[0]);
+		break;
+	case NT_CUDA_API_cudaGraphExecDestroy:
+	case NT_CUDA_API_cuGraphExecDestroy:
+		if (ok)
+			nt_cuda_graph_exec_destroy(g, a[0]);
+		break;
+	default:
+		break;
+	}
+}
+
+int nt_cuda_note_captured(struct nt_cuda_state *st,
+			  const struct nt_cuda_raw_launch *rl, size_t size)
+{
+	struct nt_cuda_proc *p;
+
+	if (size < NT_CUDA_RAW_LAUNCH_FIXED)
+		return -EINVAL;
+	p = nt_cuda_proc_get(st, rl->hdr.pid);
+	if (!p)
+		return -ENOMEM;
+	/* named now, while the process (and its stub symbols) lives */
+	nt_cuda_kernel_name(st, rl->hdr.pid, rl->layer, rl->func);
+	return nt_cuda_graph_capture_add(&p->graphs, rl->hdr.tid, rl->layer,
+					 rl->func);
+}
+
+const struct nt_cuda_glist *nt_cuda_graph_launched(struct nt_cuda_state *st,
+						   uint32_t pid, uint64_t exec)
+{
+	struct nt_cuda_proc *p = nt_cuda_proc_find(st, pid);
+
+	return p ? nt_cuda_graph_kernels(&p->graphs, exec) : NULL;
 }
 
 int nt_cuda_decode_call(struct nt_cuda_state *st,
@@ -988,6 +1326,14 @@ int nt_cuda_decode_call(struct nt_cuda_state *st,
 		break;
 	case NT_CUDA_FAM_GRAPH:
 		n = decode_graph(st, p, rc, &out[0]);
+		handle = rc->arg[0];
+		break;
+	case NT_CUDA_FAM_GRAPHDEF:
+		decode_graphdef(p, rc);
+		handle = rc->arg[0];
+		break;
+	case NT_CUDA_FAM_VMM:
+		n = decode_vmm(st, p, rc, &out[0], &err_size);
 		handle = rc->arg[0];
 		break;
 	default:
@@ -1176,48 +1522,6 @@ int nt_cuda_decode_launch(struct nt_cuda_state *st,
 /* Report                                                              */
 /* ------------------------------------------------------------------ */
 
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b,
-							   const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t ncap = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-			char *ns = realloc(b->s, ncap);
-
-			if (!ns) {
-				b->oom = true;
-				return;
-			}
-			b->s = ns;
-			b->cap = ncap;
-		}
-	}
-}
-
 static void human_bytes(uint64_t v, char *buf, size_t n)
 {
 	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -1237,53 +1541,57 @@ static void human_bytes(uint64_t v, char *buf, size_t n)
 char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 			  const struct nt_cuda_kcount *top, size_t ntop)
 {
-	struct sbuf b = {0};
+	struct nt_sb b;
 	const struct nt_cuda_totals *t = &p->tot;
 	char h1[32], h2[32];
 	uint64_t launches = 0;
 
+	nt_sb_init(&b, 0);
 	for (size_t i = 0; i < ntop; i++)
 		launches += top[i].count;
-	sb_printf(&b, "cuda: pid %u (%s)\n", p->pid, p->comm);
-	sb_printf(&b, "  launches %llu (%zu kernels), graph launches %llu\n",
+	/* the totals also hold the kernels graph launches ran */
+	if (t->launches > launches)
+		launches = t->launches;
+	nt_sb_printf(&b, "cuda: pid %u (%s)\n", p->pid, p->comm);
+	nt_sb_printf(&b, "  launches %llu (%zu kernels), graph launches %llu\n",
 		  (unsigned long long)launches, ntop,
 		  (unsigned long long)t->graph_launches);
 	human_bytes(t->alloc_bytes, h1, sizeof(h1));
 	human_bytes(t->free_bytes, h2, sizeof(h2));
-	sb_printf(&b, "  allocations %llu (%s, %llu failed), frees %llu (%s)\n",
+	nt_sb_printf(&b, "  allocations %llu (%s, %llu failed), frees %llu (%s)\n",
 		  (unsigned long long)t->allocs, h1,
 		  (unsigned long long)t->alloc_failed,
 		  (unsigned long long)t->frees, h2);
 	human_bytes(t->peak_device_bytes, h1, sizeof(h1));
 	human_bytes(p->device_bytes_now, h2, sizeof(h2));
-	sb_printf(&b, "  device memory: peak %s, still allocated %s in %zu blocks\n",
+	nt_sb_printf(&b, "  device memory: peak %s, still allocated %s in %zu blocks\n",
 		  h1, h2, p->nblocks);
 	for (int d = 1; d <= NT_CUDA_DIR_P2P; d++) {
 		if (!t->copies[d])
 			continue;
 		human_bytes(t->copy_bytes[d], h1, sizeof(h1));
-		sb_printf(&b, "  copies %s: %llu, %s", nt_cuda_dir_name((unsigned)d),
+		nt_sb_printf(&b, "  copies %s: %llu, %s", nt_cuda_dir_name((unsigned)d),
 			  (unsigned long long)t->copies[d], h1);
 		if (t->sync_copy_ns[d])
-			sb_printf(&b, ", synchronous %.2f GB/s",
+			nt_sb_printf(&b, ", synchronous %.2f GB/s",
 				  (double)t->sync_copy_bytes[d] /
 					  (double)t->sync_copy_ns[d]);
-		sb_printf(&b, "\n");
+		nt_sb_printf(&b, "\n");
 	}
-	sb_printf(&b, "  synchronisation: %llu calls, %.3f s blocked; API errors %llu\n",
+	nt_sb_printf(&b, "  synchronisation: %llu calls, %.3f s blocked; API errors %llu\n",
 		  (unsigned long long)t->syncs, (double)t->sync_ns / 1e9,
 		  (unsigned long long)t->errors);
 	if (ntop) {
-		sb_printf(&b, "  top kernels:\n");
+		nt_sb_printf(&b, "  top kernels:\n");
 		for (size_t i = 0; i < ntop && i < 10; i++)
-			sb_printf(&b, "    %10llu  %.160s\n",
+			nt_sb_printf(&b, "    %10llu  %.160s\n",
 				  (unsigned long long)top[i].count,
 				  top[i].name && top[i].name[0] ? top[i].name
 								: "(unnamed)");
 	}
-	if (b.oom) {
-		free(b.s);
+	if (b.failed) {
+		nt_sb_fini(&b);
 		return NULL;
 	}
-	return b.s ? b.s : strdup("");
+	return b.buf ? nt_sb_take(&b, NULL) : strdup("");
 }

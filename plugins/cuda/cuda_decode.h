@@ -19,6 +19,8 @@
 #include "ntcore/plugin.h"
 #include "cuda.h"
 #include "cuda_raw.h"
+#include "cuda_graph.h"
+#include "ntcore/kit/hmap.h"
 
 /* The 64-bit finalizer of MurmurHash3: the probe's hash tables' hash. */
 static inline uint64_t nt_cuda_mix64(uint64_t x)
@@ -69,6 +71,14 @@ struct nt_cuda_block {
 	uint32_t kind;
 };
 
+/* A physical allocation of the virtual-memory API (cuMemCreate): what a
+ * mapping of it books (cuMemMap -> cuda.alloc, cuMemUnmap -> cuda.free). */
+struct nt_cuda_vmm {
+	uint64_t size;
+	int32_t device; /* the prop's location when a device, else the thread's */
+	uint32_t pad;
+};
+
 /* Outstanding bytes of one (device, kind). */
 struct nt_cuda_outst {
 	int32_t device;
@@ -104,6 +114,8 @@ struct nt_cuda_proc {
 	struct nt_cuda_smap knames;   /* runtime func / driver handle -> name */
 	struct nt_cuda_smap kparent;  /* driver: CUfunction -> CUkernel (as "0x..") */
 	struct nt_cuda_totals tot;
+	struct nt_cuda_graphs graphs; /* kernels of its CUDA graphs */
+	struct nt_hmap vmm;           /* cuMemCreate handle -> struct nt_cuda_vmm */
 	uint64_t device_bytes_now;    /* all devices, on-device kinds */
 	bool dead;                    /* exited: kept a few ticks for exports */
 	uint32_t dead_tick;
@@ -181,6 +193,15 @@ int nt_cuda_learn_kname(struct nt_cuda_state *st,
  */
 const char *nt_cuda_kernel_name(struct nt_cuda_state *st, uint32_t pid,
 				int layer, uint64_t func);
+/* A launch made while its thread captured a graph (first ==
+ * NT_CUDA_LAUNCH_CAPTURED): named, and added to the capture's kernels.
+ * Returns 0 or -errno. */
+int nt_cuda_note_captured(struct nt_cuda_state *st,
+			  const struct nt_cuda_raw_launch *rl, size_t size);
+/* The kernels a successful graph launch (cuda.graph_launch of pid) ran,
+ * NULL when the graph's making was not seen. */
+const struct nt_cuda_glist *nt_cuda_graph_launched(struct nt_cuda_state *st,
+						   uint32_t pid, uint64_t exec);
 /* NT_CUDA_RAW_LAUNCH -> cuda.launch. Returns 1, or -EINVAL. */
 int nt_cuda_decode_launch(struct nt_cuda_state *st,
 			  const struct nt_cuda_raw_launch *rl, size_t size,

@@ -52,6 +52,20 @@ struct nt_cuda_spec {
 	uint8_t deref_size;
 };
 
+/* nt_cuda_raw_call.pad */
+enum nt_cuda_rawf {
+	/* ips were taken at the return (a failed call with no entry stack):
+	 * frame 0 is the caller, not the probed function */
+	NT_CUDA_RAWF_RET_STACK = 1,
+};
+
+/* nt_cuda_raw_launch.first */
+enum nt_cuda_launch_first {
+	NT_CUDA_LAUNCH_FIRST = 1,    /* first launch of func in the process */
+	NT_CUDA_LAUNCH_CAPTURED = 2, /* made while its thread captures a graph:
+				      * recorded into the graph, not run */
+};
+
 struct nt_cuda_raw_call {
 	struct nt_event_hdr hdr; /* ts_ns: entry time */
 	uint64_t cgroup_id;
@@ -66,7 +80,7 @@ struct nt_cuda_raw_call {
 	uint64_t out[2];         /* pointees of out_arg / out2_arg after return */
 	uint8_t blob[NT_CUDA_BLOB];
 	uint32_t nframes;
-	uint32_t pad;
+	uint32_t pad;            /* enum nt_cuda_rawf */
 	uint64_t ips[NT_CUDA_STACK_MAX];
 };
 #define NT_CUDA_RAW_CALL_FIXED __builtin_offsetof(struct nt_cuda_raw_call, ips)
@@ -78,7 +92,7 @@ struct nt_cuda_raw_launch {
 	uint64_t stream;
 	uint16_t api;
 	uint8_t layer;
-	uint8_t first;           /* first launch of this func in this process */
+	uint8_t first;           /* enum nt_cuda_launch_first, 0 neither */
 	int32_t device;
 	uint32_t grid[3];
 	uint32_t block[3];

@@ -1,94 +1,57 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * ntcore python probe: aggregation of resolved samples (pyagg.h). Strings,
+ * frames and stacks are interned through the kit's hash map (nt_hmap):
+ * strings by content, frames by (interned func, interned file, line),
+ * stacks by the bytes of (pid, tid, state, frame ids); each gets a dense
+ * id, an index into its array.
+ */
 #include "pyagg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a small open-addressing index: slots hold id + 1 (0 = empty) ---- */
-
-struct idx {
-	uint32_t *slot;
-	uint32_t cap; /* power of two */
-	uint32_t n;
-};
-
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-#define FNV0 1469598103934665603ULL
-
-static int idx_grow(struct idx *x, uint64_t (*hash)(const void *, uint32_t),
-		    const void *ctx)
-{
-	uint32_t ncap = x->cap ? x->cap * 2 : 256;
-	uint32_t *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -1;
-	for (uint32_t i = 0; i < x->cap; i++) {
-		uint32_t v = x->slot[i];
-		uint64_t h;
-
-		if (!v)
-			continue;
-		h = hash(ctx, v - 1);
-		for (uint32_t j = (uint32_t)h & (ncap - 1);; j = (j + 1) & (ncap - 1))
-			if (!ns[j]) {
-				ns[j] = v;
-				break;
-			}
-	}
-	free(x->slot);
-	x->slot = ns;
-	x->cap = ncap;
-	return 0;
-}
-
-/* ---- the aggregate ---- */
-
-struct str_ent {
-	char *s;
-	uint64_t h;
-};
+#include "ntcore/kit/hmap.h"
+#include "ntcore/kit/sb.h"
 
 struct frame_ent {
 	const char *func, *file;
 	int line;
-	uint64_t h;
 };
+
+/* A frame's key: interned pointers, so equal names are equal pointers. */
+struct frame_key {
+	const char *func, *file;
+	int64_t line;
+};
+
+/* The words of a stack's key before its frame ids. */
+#define STACK_KEY_HEAD 3
 
 struct stack_ent {
 	uint32_t pid, tid;
 	uint8_t state;
 	uint8_t dead; /* forgotten */
 	uint32_t n;
-	uint32_t *frames;
+	uint32_t *key;    /* pid, tid, state, frames[n] (the index's key) */
+	uint32_t *frames; /* key + STACK_KEY_HEAD */
 	const char *comm;
 	uint64_t samples, published;
-	uint64_t h;
 };
 
 struct py_agg {
-	struct str_ent *strs;
+	char **strs;
 	uint32_t n_strs, cap_strs;
-	struct idx str_idx;
+	struct nt_hmap str_idx; /* struct nt_hstr -> uint32_t id */
 
 	struct frame_ent *frames;
 	uint32_t n_frames, cap_frames;
-	struct idx frame_idx;
+	struct nt_hmap frame_idx; /* struct frame_key -> uint32_t id */
 
 	struct stack_ent *stacks;
 	uint32_t n_stacks, cap_stacks, live_stacks, max_stacks;
-	struct idx stack_idx;
+	struct nt_hmap stack_idx; /* struct nt_hstr over stack_ent.key -> id */
 	uint32_t other_frame;
 };
 
@@ -99,21 +62,6 @@ const char *py_state_name(unsigned state)
 	return state < PY_ST_N ? n[state] : "?";
 }
 
-static uint64_t str_hash_of(const void *ctx, uint32_t id)
-{
-	return ((const struct py_agg *)ctx)->strs[id].h;
-}
-
-static uint64_t frame_hash_of(const void *ctx, uint32_t id)
-{
-	return ((const struct py_agg *)ctx)->frames[id].h;
-}
-
-static uint64_t stack_hash_of(const void *ctx, uint32_t id)
-{
-	return ((const struct py_agg *)ctx)->stacks[id].h;
-}
-
 struct py_agg *py_agg_new(uint32_t max_stacks)
 {
 	struct py_agg *a = calloc(1, sizeof(*a));
@@ -122,6 +70,9 @@ struct py_agg *py_agg_new(uint32_t max_stacks)
 		return NULL;
 	a->max_stacks = max_stacks ? max_stacks : 100000;
 	a->other_frame = UINT32_MAX;
+	nt_hmap_init_str(&a->str_idx, sizeof(uint32_t), 0);
+	nt_hmap_init(&a->frame_idx, sizeof(struct frame_key), sizeof(uint32_t), 0);
+	nt_hmap_init_str(&a->stack_idx, sizeof(uint32_t), 0);
 	return a;
 }
 
@@ -130,15 +81,15 @@ void py_agg_free(struct py_agg *a)
 	if (!a)
 		return;
 	for (uint32_t i = 0; i < a->n_strs; i++)
-		free(a->strs[i].s);
+		free(a->strs[i]);
 	for (uint32_t i = 0; i < a->n_stacks; i++)
-		free(a->stacks[i].frames);
+		free(a->stacks[i].key);
 	free(a->strs);
 	free(a->frames);
 	free(a->stacks);
-	free(a->str_idx.slot);
-	free(a->frame_idx.slot);
-	free(a->stack_idx.slot);
+	nt_hmap_fini(&a->str_idx);
+	nt_hmap_fini(&a->frame_idx);
+	nt_hmap_fini(&a->stack_idx);
 	free(a);
 }
 
@@ -162,115 +113,119 @@ static int grow_arr(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 
 const char *py_agg_intern(struct py_agg *a, const char *s)
 {
-	size_t len;
-	uint64_t h;
-	uint32_t j;
+	struct nt_hstr key;
+	uint32_t *id;
+	char *copy;
 
 	if (!s)
 		return NULL;
-	len = strlen(s);
-	h = fnv(s, len, FNV0);
-	if (a->str_idx.cap) {
-		for (j = (uint32_t)h & (a->str_idx.cap - 1); a->str_idx.slot[j];
-		     j = (j + 1) & (a->str_idx.cap - 1)) {
-			struct str_ent *e = &a->strs[a->str_idx.slot[j] - 1];
-
-			if (e->h == h && strcmp(e->s, s) == 0)
-				return e->s;
-		}
+	key = (struct nt_hstr){ s, strlen(s) };
+	id = nt_hmap_get(&a->str_idx, &key);
+	if (id)
+		return a->strs[*id];
+	if (grow_arr((void **)&a->strs, &a->cap_strs, a->n_strs + 1, sizeof(*a->strs)))
+		return NULL;
+	copy = strdup(s);
+	key.s = copy; /* the map's key points at the interned copy */
+	if (!copy || !(id = nt_hmap_put(&a->str_idx, &key, NULL))) {
+		free(copy);
+		return NULL;
 	}
-	if ((a->str_idx.n + 1) * 2 > a->str_idx.cap &&
-	    idx_grow(&a->str_idx, str_hash_of, a))
-		return NULL;
-	if (grow_arr((void **)&a->strs, &a->cap_strs, a->n_strs + 1,
-		     sizeof(*a->strs)))
-		return NULL;
-	struct str_ent *e = &a->strs[a->n_strs];
-
-	e->s = strdup(s);
-	if (!e->s)
-		return NULL;
-	e->h = h;
-	for (j = (uint32_t)h & (a->str_idx.cap - 1); a->str_idx.slot[j];
-	     j = (j + 1) & (a->str_idx.cap - 1))
-		;
-	a->str_idx.slot[j] = ++a->n_strs;
-	a->str_idx.n++;
-	return e->s;
+	*id = a->n_strs;
+	a->strs[a->n_strs++] = copy;
+	return copy;
 }
 
 uint32_t py_agg_frame(struct py_agg *a, const char *func, const char *file,
 		      int line)
 {
-	uint64_t h;
-	uint32_t j;
+	struct frame_key key;
+	uint32_t *id;
+	bool created;
 
 	func = py_agg_intern(a, func ? func : "?");
 	file = file ? py_agg_intern(a, file) : NULL;
 	if (!func)
 		return UINT32_MAX;
-	h = fnv(&func, sizeof(func), FNV0);
-	h = fnv(&file, sizeof(file), h);
-	h = fnv(&line, sizeof(line), h);
-	if (a->frame_idx.cap) {
-		for (j = (uint32_t)h & (a->frame_idx.cap - 1); a->frame_idx.slot[j];
-		     j = (j + 1) & (a->frame_idx.cap - 1)) {
-			uint32_t id = a->frame_idx.slot[j] - 1;
-			struct frame_ent *e = &a->frames[id];
-
-			if (e->h == h && e->func == func && e->file == file &&
-			    e->line == line)
-				return id;
-		}
-	}
-	if ((a->frame_idx.n + 1) * 2 > a->frame_idx.cap &&
-	    idx_grow(&a->frame_idx, frame_hash_of, a))
-		return UINT32_MAX;
+	memset(&key, 0, sizeof(key));
+	key.func = func;
+	key.file = file;
+	key.line = line;
 	if (grow_arr((void **)&a->frames, &a->cap_frames, a->n_frames + 1,
 		     sizeof(*a->frames)))
 		return UINT32_MAX;
-	a->frames[a->n_frames] = (struct frame_ent){ func, file, line, h };
-	for (j = (uint32_t)h & (a->frame_idx.cap - 1); a->frame_idx.slot[j];
-	     j = (j + 1) & (a->frame_idx.cap - 1))
-		;
-	a->frame_idx.slot[j] = ++a->n_frames;
-	a->frame_idx.n++;
-	return a->n_frames - 1;
+	id = nt_hmap_put(&a->frame_idx, &key, &created);
+	if (!id)
+		return UINT32_MAX;
+	if (created) {
+		*id = a->n_frames;
+		a->frames[a->n_frames++] = (struct frame_ent){ func, file, line };
+	}
+	return *id;
 }
 
-static uint64_t stack_hash(uint32_t pid, uint32_t tid, unsigned state,
-			   const uint32_t *frames, uint32_t n)
+/* The index key of (pid, tid, state, frames) in key[STACK_KEY_HEAD + n]. */
+static struct nt_hstr stack_key(uint32_t *key, uint32_t pid, uint32_t tid,
+				unsigned state, const uint32_t *frames, uint32_t n)
 {
-	uint64_t h = fnv(&pid, sizeof(pid), FNV0);
-	uint8_t st = (uint8_t)state;
+	key[0] = pid;
+	key[1] = tid;
+	key[2] = state;
+	memcpy(key + STACK_KEY_HEAD, frames, (size_t)n * sizeof(*frames));
+	return (struct nt_hstr){ (const char *)key,
+				 (STACK_KEY_HEAD + (size_t)n) * sizeof(*key) };
+}
 
-	h = fnv(&tid, sizeof(tid), h);
-	h = fnv(&st, 1, h);
-	return fnv(frames, (size_t)n * sizeof(*frames), h);
+/* A new stack entry owning `key` (its frames after the head). */
+static uint32_t stack_add(struct py_agg *a, uint32_t *key, uint32_t n,
+			  const char *comm)
+{
+	struct nt_hstr k = { (const char *)key,
+			     (STACK_KEY_HEAD + (size_t)n) * sizeof(*key) };
+	struct stack_ent *e;
+	uint32_t *id;
+
+	if (grow_arr((void **)&a->stacks, &a->cap_stacks, a->n_stacks + 1,
+		     sizeof(*a->stacks)) ||
+	    !(id = nt_hmap_put(&a->stack_idx, &k, NULL))) {
+		free(key);
+		return UINT32_MAX;
+	}
+	*id = a->n_stacks;
+	e = &a->stacks[a->n_stacks];
+	memset(e, 0, sizeof(*e));
+	e->key = key;
+	e->frames = key + STACK_KEY_HEAD;
+	e->n = n;
+	e->pid = key[0];
+	e->tid = key[1];
+	e->state = (uint8_t)key[2];
+	e->comm = comm ? py_agg_intern(a, comm) : NULL;
+	a->live_stacks++;
+	return a->n_stacks++;
 }
 
 static uint32_t stack_get(struct py_agg *a, uint32_t pid, uint32_t tid,
 			  unsigned state, const uint32_t *frames, uint32_t n,
 			  const char *comm, bool force)
 {
-	uint64_t h = stack_hash(pid, tid, state, frames, n);
-	uint32_t j;
-	struct stack_ent *e;
+	size_t words = STACK_KEY_HEAD + (size_t)n;
+	uint32_t local[512], *key = words <= 512 ? local : malloc(words * 4);
+	struct nt_hstr k;
+	uint32_t *id;
 
-	if (a->stack_idx.cap) {
-		for (j = (uint32_t)h & (a->stack_idx.cap - 1); a->stack_idx.slot[j];
-		     j = (j + 1) & (a->stack_idx.cap - 1)) {
-			uint32_t id = a->stack_idx.slot[j] - 1;
+	if (!key)
+		return UINT32_MAX;
+	k = stack_key(key, pid, tid, state, frames, n);
+	id = nt_hmap_get(&a->stack_idx, &k);
+	if (key != local)
+		free(key);
+	if (id) {
+		struct stack_ent *e = &a->stacks[*id];
 
-			e = &a->stacks[id];
-			if (e->h == h && !e->dead && e->pid == pid &&
-			    e->tid == tid && e->state == state && e->n == n &&
-			    memcmp(e->frames, frames, n * sizeof(*frames)) == 0) {
-				if (comm && (!e->comm || strcmp(e->comm, comm)))
-					e->comm = py_agg_intern(a, comm);
-				return id;
-			}
-		}
+		if (comm && (!e->comm || strcmp(e->comm, comm)))
+			e->comm = py_agg_intern(a, comm);
+		return *id;
 	}
 	if (a->live_stacks >= a->max_stacks && !force) {
 		/* Too many distinct stacks: fold into one per pid/tid/state. */
@@ -280,31 +235,11 @@ static uint32_t stack_get(struct py_agg *a, uint32_t pid, uint32_t tid,
 			return UINT32_MAX;
 		return stack_get(a, pid, tid, state, &a->other_frame, 1, comm, true);
 	}
-	if ((a->stack_idx.n + 1) * 2 > a->stack_idx.cap &&
-	    idx_grow(&a->stack_idx, stack_hash_of, a))
+	key = malloc(words * sizeof(*key));
+	if (!key)
 		return UINT32_MAX;
-	if (grow_arr((void **)&a->stacks, &a->cap_stacks, a->n_stacks + 1,
-		     sizeof(*a->stacks)))
-		return UINT32_MAX;
-	e = &a->stacks[a->n_stacks];
-	memset(e, 0, sizeof(*e));
-	e->frames = malloc((n ? n : 1) * sizeof(*frames));
-	if (!e->frames)
-		return UINT32_MAX;
-	memcpy(e->frames, frames, n * sizeof(*frames));
-	e->n = n;
-	e->pid = pid;
-	e->tid = tid;
-	e->state = (uint8_t)state;
-	e->h = h;
-	e->comm = comm ? py_agg_intern(a, comm) : NULL;
-	for (j = (uint32_t)h & (a->stack_idx.cap - 1); a->stack_idx.slot[j];
-	     j = (j + 1) & (a->stack_idx.cap - 1))
-		;
-	a->stack_idx.slot[j] = ++a->n_stacks;
-	a->stack_idx.n++;
-	a->live_stacks++;
-	return a->n_stacks - 1;
+	stack_key(key, pid, tid, state, frames, n);
+	return stack_add(a, key, n, comm);
 }
 
 uint32_t py_agg_stack(struct py_agg *a, uint32_t pid, uint32_t tid,
@@ -325,19 +260,6 @@ uint64_t py_agg_samples(const struct py_agg *a, uint32_t stack)
 	return stack < a->n_stacks ? a->stacks[stack].samples : 0;
 }
 
-static size_t put(char *buf, size_t len, size_t at, const char *s)
-{
-	size_t l = strlen(s);
-
-	if (at + 1 >= len)
-		return at;
-	if (at + l >= len)
-		l = len - 1 - at;
-	memcpy(buf + at, s, l);
-	buf[at + l] = '\0';
-	return at + l;
-}
-
 size_t py_agg_folded(const struct py_agg *a, uint32_t stack, bool lines,
 		     char *buf, size_t len)
 {
@@ -349,34 +271,50 @@ size_t py_agg_folded(const struct py_agg *a, uint32_t stack, bool lines,
 				    lines, buf, len);
 }
 
-size_t py_agg_folded_frames(const struct py_agg *a, const uint32_t *frames,
-			    uint32_t n, bool lines, char *buf, size_t len)
+static void folded_into(const struct py_agg *a, const uint32_t *frames,
+			uint32_t n, bool lines, struct nt_sb *sb)
 {
-	size_t at = 0;
-	char num[32];
-
-	if (!len)
-		return 0;
-	buf[0] = '\0';
 	for (uint32_t i = 0; i < n; i++) {
 		const struct frame_ent *f;
 
 		if (frames[i] >= a->n_frames)
 			continue;
 		f = &a->frames[frames[i]];
-		if (at)
-			at = put(buf, len, at, ";");
-		at = put(buf, len, at, f->func);
+		if (sb->len)
+			nt_sb_putc(sb, ';');
+		nt_sb_puts(sb, f->func);
 		if (f->file) {
-			at = put(buf, len, at, " (");
-			at = put(buf, len, at, f->file);
+			nt_sb_put(sb, " (", 2);
+			nt_sb_puts(sb, f->file);
 			if (lines) {
-				snprintf(num, sizeof(num), ":%d", f->line);
-				at = put(buf, len, at, num);
+				nt_sb_putc(sb, ':');
+				nt_sb_i64(sb, f->line);
 			}
-			at = put(buf, len, at, ")");
+			nt_sb_putc(sb, ')');
 		}
 	}
+}
+
+size_t py_agg_folded_frames(const struct py_agg *a, const uint32_t *frames,
+			    uint32_t n, bool lines, char *buf, size_t len)
+{
+	struct nt_sb sb;
+	size_t at;
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	nt_sb_init_buf(&sb, buf, len);
+	folded_into(a, frames, n, lines, &sb);
+	if (!sb.failed)
+		return sb.len;
+	/* longer than buf: the text cut at len - 1 bytes, as callers expect */
+	nt_sb_init(&sb, 0);
+	folded_into(a, frames, n, lines, &sb);
+	at = sb.len < len - 1 ? sb.len : len - 1;
+	memcpy(buf, nt_sb_str(&sb), at);
+	buf[at] = '\0';
+	nt_sb_fini(&sb);
 	return at;
 }
 
@@ -412,88 +350,84 @@ static int row_cmp(const void *x, const void *y)
 	return strcmp(a->func, b->func);
 }
 
+/* A function's key: its interned name and file. */
+struct fn_key {
+	const char *func, *file;
+};
+
+struct fn_rows_acc {
+	struct fn_acc *acc;
+	uint32_t n, cap;
+	struct nt_hmap idx; /* struct fn_key -> uint32_t index into acc */
+};
+
+/* Count one stack of e->samples into its functions' rows (a function
+ * once per stack in total, the innermost frame's in self). */
+static int fn_rows_add(const struct py_agg *a, struct fn_rows_acc *r, uint32_t i)
+{
+	const struct stack_ent *e = &a->stacks[i];
+
+	for (uint32_t k = 0; k < e->n; k++) {
+		const struct frame_ent *f = &a->frames[e->frames[k]];
+		struct fn_key key = { f->func, f->file };
+		struct fn_acc *row;
+		bool created;
+		uint32_t *at;
+
+		if (grow_arr((void **)&r->acc, &r->cap, r->n + 1, sizeof(*r->acc)) ||
+		    !(at = nt_hmap_put(&r->idx, &key, &created)))
+			return -1;
+		if (created) {
+			*at = r->n;
+			r->acc[r->n++] = (struct fn_acc){ f->func, f->file, 0, 0, 0, UINT32_MAX };
+		}
+		row = &r->acc[*at];
+		if (row->last_stack != i) {
+			row->total += e->samples;
+			row->last_stack = i;
+		}
+		if (k == e->n - 1) {
+			row->self += e->samples;
+			if (e->state == PY_ST_CPU)
+				row->self_cpu += e->samples;
+		}
+	}
+	return 0;
+}
+
 size_t py_agg_top(const struct py_agg *a, uint32_t pid, size_t top,
 		  struct py_func_row *rows, uint64_t *all)
 {
-	struct fn_acc *acc = NULL;
-	uint32_t n_acc = 0, cap_acc = 0;
+	struct fn_rows_acc r = { 0 };
 	uint64_t sum = 0;
 	size_t out = 0;
-	/* function key (func, file) -> acc index, linear probing */
-	uint32_t *slot = NULL, cap = 0;
 
+	nt_hmap_init(&r.idx, sizeof(struct fn_key), sizeof(uint32_t), 0);
 	for (uint32_t i = 0; i < a->n_stacks; i++) {
 		const struct stack_ent *e = &a->stacks[i];
 
 		if (e->dead || e->pid != pid || e->state == PY_ST_CUDA || !e->samples)
 			continue;
 		sum += e->samples;
-		for (uint32_t k = 0; k < e->n; k++) {
-			const struct frame_ent *f = &a->frames[e->frames[k]];
-			uint64_t h = fnv(&f->func, sizeof(f->func), FNV0);
-			uint32_t j;
-
-			h = fnv(&f->file, sizeof(f->file), h);
-			if ((n_acc + 1) * 2 > cap) {
-				uint32_t ncap = cap ? cap * 2 : 256;
-				uint32_t *ns = calloc(ncap, sizeof(*ns));
-
-				if (!ns)
-					goto done;
-				for (uint32_t s = 0; s < cap; s++) {
-					if (!slot[s])
-						continue;
-					const struct fn_acc *r = &acc[slot[s] - 1];
-					uint64_t rh = fnv(&r->func, sizeof(r->func), FNV0);
-
-					rh = fnv(&r->file, sizeof(r->file), rh);
-					for (j = (uint32_t)rh & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
-						;
-					ns[j] = slot[s];
-				}
-				free(slot);
-				slot = ns;
-				cap = ncap;
-			}
-			for (j = (uint32_t)h & (cap - 1); slot[j]; j = (j + 1) & (cap - 1)) {
-				const struct fn_acc *r = &acc[slot[j] - 1];
-
-				if (r->func == f->func && r->file == f->file)
-					break;
-			}
-			if (!slot[j]) {
-				if (grow_arr((void **)&acc, &cap_acc, n_acc + 1, sizeof(*acc)))
-					goto done;
-				acc[n_acc] = (struct fn_acc){ f->func, f->file, 0, 0, 0, UINT32_MAX };
-				slot[j] = ++n_acc;
-			}
-			struct fn_acc *r = &acc[slot[j] - 1];
-
-			if (r->last_stack != i) {
-				r->total += e->samples;
-				r->last_stack = i;
-			}
-			if (k == e->n - 1) {
-				r->self += e->samples;
-				if (e->state == PY_ST_CPU)
-					r->self_cpu += e->samples;
-			}
-		}
+		if (fn_rows_add(a, &r, i))
+			goto done;
 	}
-	if (n_acc)
-		qsort(acc, n_acc, sizeof(*acc), row_cmp);
-	for (uint32_t i = 0; i < n_acc && out < top; i++, out++) {
-		rows[out].func = acc[i].func;
-		rows[out].file = acc[i].file;
-		rows[out].self = acc[i].self;
-		rows[out].total = acc[i].total;
-		rows[out].self_cpu = acc[i].self_cpu;
-		rows[out].self_pct = sum ? 100.0 * (double)acc[i].self / (double)sum : 0;
-		rows[out].total_pct = sum ? 100.0 * (double)acc[i].total / (double)sum : 0;
+	/* sorted whole, not kept by the kit's top-N: ties order by total
+	 * samples, then by name (nt_topn keeps the order they came in) */
+	if (r.n)
+		qsort(r.acc, r.n, sizeof(*r.acc), row_cmp);
+	for (uint32_t i = 0; i < r.n && out < top; i++, out++) {
+		rows[out].func = r.acc[i].func;
+		rows[out].file = r.acc[i].file;
+		rows[out].self = r.acc[i].self;
+		rows[out].total = r.acc[i].total;
+		rows[out].self_cpu = r.acc[i].self_cpu;
+		rows[out].self_pct = sum ? 100.0 * (double)r.acc[i].self / (double)sum : 0;
+		rows[out].total_pct = sum ? 100.0 * (double)r.acc[i].total / (double)sum : 0;
 	}
 done:
-	free(slot);
-	free(acc);
+	nt_hmap_fini(&r.idx);
+	free(r.acc);
 	if (all)
 		*all = sum;
 	return out;
@@ -547,9 +481,13 @@ void py_agg_forget(struct py_agg *a, uint32_t pid)
 		struct stack_ent *e = &a->stacks[i];
 
 		if (e->pid == pid && !e->dead) {
+			struct nt_hstr k = { (const char *)e->key,
+					     (STACK_KEY_HEAD + (size_t)e->n) * sizeof(*e->key) };
+
+			nt_hmap_del(&a->stack_idx, &k);
 			e->dead = 1;
-			free(e->frames);
-			e->frames = NULL;
+			free(e->key);
+			e->key = e->frames = NULL;
 			e->n = 0;
 			a->live_stacks--;
 		}
@@ -581,125 +519,4 @@ const uint32_t *py_agg_stack_frames(const struct py_agg *a, uint32_t stack,
 		return NULL;
 	*n = a->stacks[stack].n;
 	return a->stacks[stack].frames;
-}
-
-/* ---- u64 -> pointer map ---- */
-
-static uint32_t mix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return (uint32_t)k;
-}
-
-void *py_map_get(const struct py_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (uint32_t j = mix64(key) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
-		if (!m->vals[j])
-			return NULL;
-		if (m->vals[j] != PY_MAP_TOMB && m->keys[j] == key)
-			return m->vals[j];
-	}
-}
-
-static int map_rehash(struct py_map *m, uint32_t ncap)
-{
-	uint64_t *nk = calloc(ncap, sizeof(*nk));
-	void **nv = calloc(ncap, sizeof(*nv));
-
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
-		return -1;
-	}
-	for (uint32_t i = 0; i < m->cap; i++) {
-		uint32_t j;
-
-		if (!m->vals[i] || m->vals[i] == PY_MAP_TOMB)
-			continue;
-		for (j = mix64(m->keys[i]) & (ncap - 1); nv[j]; j = (j + 1) & (ncap - 1))
-			;
-		nk[j] = m->keys[i];
-		nv[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
-	m->used = m->n;
-	return 0;
-}
-
-int py_map_put(struct py_map *m, uint64_t key, void *val)
-{
-	uint32_t j, tomb = UINT32_MAX;
-
-	if ((m->used + 1) * 4 > m->cap * 3 &&
-	    map_rehash(m, m->n * 4 > m->cap ? (m->cap ? m->cap * 2 : 64) : (m->cap ? m->cap : 64)))
-		return -1;
-	for (j = mix64(key) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
-		if (!m->vals[j])
-			break;
-		if (m->vals[j] == PY_MAP_TOMB) {
-			if (tomb == UINT32_MAX)
-				tomb = j;
-			continue;
-		}
-		if (m->keys[j] == key) {
-			m->vals[j] = val;
-			return 0;
-		}
-	}
-	if (tomb != UINT32_MAX) {
-		j = tomb;
-	} else {
-		m->used++;
-	}
-	m->keys[j] = key;
-	m->vals[j] = val;
-	m->n++;
-	return 0;
-}
-
-void *py_map_del(struct py_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (uint32_t j = mix64(key) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
-		void *v = m->vals[j];
-
-		if (!v)
-			return NULL;
-		if (v != PY_MAP_TOMB && m->keys[j] == key) {
-			m->vals[j] = PY_MAP_TOMB;
-			m->n--;
-			return v;
-		}
-	}
-}
-
-bool py_map_next(const struct py_map *m, uint32_t *it, uint64_t *key,
-		 void **val)
-{
-	while (*it < m->cap) {
-		uint32_t j = (*it)++;
-
-		if (m->vals[j] && m->vals[j] != PY_MAP_TOMB) {
-			*key = m->keys[j];
-			*val = m->vals[j];
-			return true;
-		}
-	}
-	return false;
-}
-
-void py_map_free(struct py_map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
 }

@@ -109,22 +109,4 @@ const char *py_agg_frame_func(const struct py_agg *a, uint32_t frame,
 const uint32_t *py_agg_stack_frames(const struct py_agg *a, uint32_t stack,
 				    uint32_t *n);
 
-/* ---- a u64 -> pointer map (open addressing, tombstones) ---- */
-struct py_map {
-	uint64_t *keys;
-	void **vals; /* NULL: empty; PY_MAP_TOMB: deleted */
-	uint32_t cap, n, used;
-};
-#define PY_MAP_TOMB ((void *)1)
-
-void *py_map_get(const struct py_map *m, uint64_t key);
-/* Insert or replace (val must not be NULL); 0 or -1 on ENOMEM. */
-int py_map_put(struct py_map *m, uint64_t key, void *val);
-/* Remove and return the value (NULL if absent). */
-void *py_map_del(struct py_map *m, uint64_t key);
-/* Iterate: *it starts at 0; returns false at the end. */
-bool py_map_next(const struct py_map *m, uint32_t *it, uint64_t *key,
-		 void **val);
-void py_map_free(struct py_map *m);
-
 #endif

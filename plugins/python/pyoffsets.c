@@ -137,42 +137,13 @@ enum {
 	DO_UN_STATE = 544, DO_UN_LENGTH = 552, DO_UN_ASCII_SIZE = 560,
 };
 
-int py_layout_from_debug(const uint8_t *buf, size_t len, uint64_t py_version,
-			 struct py_layout *out, char *err, size_t errlen)
+/* The checks of a _Py_DebugOffsets header: size, cookie, version (3.13,
+ * agreeing with Py_Version), a GIL build, non-zero struct sizes. 0 or -1
+ * with err said. */
+static int debug_header_ok(const uint8_t *buf, size_t len, uint64_t py_version,
+			   char *err, size_t errlen)
 {
-	const struct py_layout *base = py_layout_lookup(3, 13);
 	uint64_t v, f;
-	struct {
-		int off;
-		uint16_t *dst;
-		uint64_t max; /* sanity bound of the value */
-	} map[] = {
-		{ DO_RT_INTERP_HEAD, &out->runtime_interp_head, 65535 },
-		{ DO_IS_NEXT, &out->interp_next, 65535 },
-		{ DO_IS_THREADS_HEAD, &out->interp_threads_head, 65535 },
-		{ DO_TS_NEXT, &out->ts_next, 4096 },
-		{ DO_TS_INTERP, &out->ts_interp, 4096 },
-		{ DO_TS_CURRENT_FRAME, &out->ts_frame, 4096 },
-		{ DO_TS_NATIVE_THREAD_ID, &out->ts_thread_id, 4096 },
-		{ DO_IF_PREVIOUS, &out->frame_previous, PY_FRAME_BUF - 8 },
-		{ DO_IF_EXECUTABLE, &out->frame_code, PY_FRAME_BUF - 8 },
-		{ DO_IF_INSTR_PTR, &out->frame_instr, PY_FRAME_BUF - 8 },
-		{ DO_IF_OWNER, &out->frame_owner, PY_FRAME_BUF - 1 },
-		{ DO_IF_LOCALSPLUS, &out->frame_read, PY_FRAME_BUF },
-		{ DO_CO_FILENAME, &out->code_filename, 4096 },
-		{ DO_CO_NAME, &out->code_name, 4096 },
-		{ DO_CO_QUALNAME, &out->code_qualname, 4096 },
-		{ DO_CO_LINETABLE, &out->code_linetable, 4096 },
-		{ DO_CO_FIRSTLINENO, &out->code_firstlineno, 4096 },
-		{ DO_CO_ADAPTIVE, &out->code_adaptive, 4096 },
-		{ DO_OB_TYPE, &out->ob_type, 64 },
-		{ DO_TP_NAME, &out->type_name, 4096 },
-		{ DO_BY_SIZE, &out->bytes_size, 64 },
-		{ DO_BY_SVAL, &out->bytes_data, 64 },
-		{ DO_UN_STATE, &out->unicode_state, 64 },
-		{ DO_UN_LENGTH, &out->unicode_length, 64 },
-		{ DO_UN_ASCII_SIZE, &out->unicode_ascii_data, 64 },
-	};
 
 	if (len < PY_DEBUG_OFFSETS_313_SIZE) {
 		snprintf(err, errlen, "debug offsets: %zu bytes read, %d needed",
@@ -209,6 +180,47 @@ int py_layout_from_debug(const uint8_t *buf, size_t len, uint64_t py_version,
 		snprintf(err, errlen, "debug offsets carry a zero struct size");
 		return -1;
 	}
+	return 0;
+}
+
+int py_layout_from_debug(const uint8_t *buf, size_t len, uint64_t py_version,
+			 struct py_layout *out, char *err, size_t errlen)
+{
+	const struct py_layout *base = py_layout_lookup(3, 13);
+	struct {
+		int off;
+		uint16_t *dst;
+		uint64_t max; /* sanity bound of the value */
+	} map[] = {
+		{ DO_RT_INTERP_HEAD, &out->runtime_interp_head, 65535 },
+		{ DO_IS_NEXT, &out->interp_next, 65535 },
+		{ DO_IS_THREADS_HEAD, &out->interp_threads_head, 65535 },
+		{ DO_TS_NEXT, &out->ts_next, 4096 },
+		{ DO_TS_INTERP, &out->ts_interp, 4096 },
+		{ DO_TS_CURRENT_FRAME, &out->ts_frame, 4096 },
+		{ DO_TS_NATIVE_THREAD_ID, &out->ts_thread_id, 4096 },
+		{ DO_IF_PREVIOUS, &out->frame_previous, PY_FRAME_BUF - 8 },
+		{ DO_IF_EXECUTABLE, &out->frame_code, PY_FRAME_BUF - 8 },
+		{ DO_IF_INSTR_PTR, &out->frame_instr, PY_FRAME_BUF - 8 },
+		{ DO_IF_OWNER, &out->frame_owner, PY_FRAME_BUF - 1 },
+		{ DO_IF_LOCALSPLUS, &out->frame_read, PY_FRAME_BUF },
+		{ DO_CO_FILENAME, &out->code_filename, 4096 },
+		{ DO_CO_NAME, &out->code_name, 4096 },
+		{ DO_CO_QUALNAME, &out->code_qualname, 4096 },
+		{ DO_CO_LINETABLE, &out->code_linetable, 4096 },
+		{ DO_CO_FIRSTLINENO, &out->code_firstlineno, 4096 },
+		{ DO_CO_ADAPTIVE, &out->code_adaptive, 4096 },
+		{ DO_OB_TYPE, &out->ob_type, 64 },
+		{ DO_TP_NAME, &out->type_name, 4096 },
+		{ DO_BY_SIZE, &out->bytes_size, 64 },
+		{ DO_BY_SVAL, &out->bytes_data, 64 },
+		{ DO_UN_STATE, &out->unicode_state, 64 },
+		{ DO_UN_LENGTH, &out->unicode_length, 64 },
+		{ DO_UN_ASCII_SIZE, &out->unicode_ascii_data, 64 },
+	};
+
+	if (debug_header_ok(buf, len, py_version, err, errlen))
+		return -1;
 	*out = *base;
 	out->source = "_Py_DebugOffsets of the running interpreter "
 		      "(exception fields: CPython 3.13.0 headers)";

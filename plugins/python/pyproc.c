@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/* ntcore python probe: looking into a Python process from outside
+ * (pyproc.h): finding the interpreter in its maps and ELF files, reading
+ * its memory (process_vm_readv), strings, code objects and thread states,
+ * and checking a layout against the running interpreter. */
 #include "pyproc.h"
 
 #include <dirent.h>
@@ -13,31 +17,33 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "ntcore/kit/proc.h"
+#include "ntcore/kit/utf8.h"
+
+/* The kit's parsed line as the walker keeps it: a deleted file's path
+ * keeps its " (deleted)" mark (it names no file under /proc/PID/root, so
+ * open_mapped goes to map_files, and it is the name reported). */
+static void mapping_from(const struct nt_map *in, struct py_mapping *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->start = in->start;
+	m->end = in->end;
+	m->off = in->offset;
+	memcpy(m->perms, in->perms, sizeof(m->perms));
+	snprintf(m->path, sizeof(m->path), "%s%s", in->path,
+		 in->deleted ? " (deleted)" : "");
+}
+
 int py_maps_parse(const char *line, struct py_mapping *m)
 {
-	unsigned long long s, e, off;
-	char perms[8];
-	int n = 0;
+	char copy[PATH_MAX + 128];
+	struct nt_map nm;
 
-	memset(m, 0, sizeof(*m));
-	if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &s, &e, perms, &off, &n) < 4)
+	snprintf(copy, sizeof(copy), "%s", line);
+	copy[strcspn(copy, "\n")] = '\0';
+	if (!nt_maps_parse_line(copy, &nm))
 		return -1;
-	m->start = s;
-	m->end = e;
-	m->off = off;
-	snprintf(m->perms, sizeof(m->perms), "%.4s", perms);
-	if (n > 0) {
-		const char *p = line + n;
-		size_t l;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		l = strcspn(p, "\n");
-		if (l >= sizeof(m->path))
-			l = sizeof(m->path) - 1;
-		memcpy(m->path, p, l);
-		m->path[l] = '\0';
-	}
+	mapping_from(&nm, m);
 	return 0;
 }
 
@@ -232,49 +238,55 @@ static int vaddr_to_addr(const struct elf_syms *s, const struct py_mapping *maps
 	return -ENOENT;
 }
 
+struct maps_acc {
+	struct py_mapping *maps;
+	size_t n, cap;
+};
+
+/* nt_proc_maps_foreach: keep the mappings of files. */
+static int keep_file_mapping(void *arg, const struct nt_map *m)
+{
+	struct maps_acc *a = arg;
+
+	if (m->path[0] != '/')
+		return 0;
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 256;
+		void *nm = realloc(a->maps, nc * sizeof(*a->maps));
+
+		if (!nm)
+			return -ENOMEM;
+		a->maps = nm;
+		a->cap = nc;
+	}
+	mapping_from(m, &a->maps[a->n++]);
+	return 0;
+}
+
 int py_find(pid_t pid, struct py_found *out, char *err, size_t errlen)
 {
-	char p[64], line[PATH_MAX + 128];
-	struct py_mapping *maps = NULL;
-	size_t n = 0, cap = 0;
-	FILE *f;
-	ssize_t l;
-	int ret = -ENOENT;
+	struct maps_acc acc = { 0 };
+	struct py_mapping *maps;
+	size_t n;
+	int ret = -ENOENT, l;
 
 	memset(out, 0, sizeof(*out));
 	out->major = out->minor = -1;
-	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
-	l = readlink(p, out->exe, sizeof(out->exe) - 1);
+	l = nt_proc_exe((uint32_t)pid, out->exe, sizeof(out->exe));
 	if (l < 0) {
-		int e = errno;
-
-		snprintf(err, errlen, "cannot read %s: %s", p, strerror(e));
-		return e == ENOENT ? -ESRCH : -e;
+		snprintf(err, errlen, "cannot read /proc/%d/exe: %s", (int)pid,
+			 strerror(-l));
+		return l == -ENOENT ? -ESRCH : l;
 	}
-	out->exe[l] = '\0';
-	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
-	f = fopen(p, "re");
-	if (!f) {
-		snprintf(err, errlen, "cannot read %s: %s", p, strerror(errno));
-		return errno == ENOENT ? -ESRCH : -errno;
+	l = nt_proc_maps_foreach((uint32_t)pid, keep_file_mapping, &acc);
+	if (l < 0) {
+		free(acc.maps);
+		snprintf(err, errlen, "cannot read /proc/%d/maps: %s", (int)pid,
+			 strerror(-l));
+		return l == -ENOENT || l == -ESRCH ? -ESRCH : l;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			void *nm = realloc(maps, nc * sizeof(*maps));
-
-			if (!nm) {
-				fclose(f);
-				free(maps);
-				return -ENOMEM;
-			}
-			maps = nm;
-			cap = nc;
-		}
-		if (py_maps_parse(line, &maps[n]) == 0 && maps[n].path[0] == '/')
-			n++;
-	}
-	fclose(f);
+	maps = acc.maps;
+	n = acc.n;
 	snprintf(err, errlen, "no python binary or libpython mapped (exe %s)", out->exe);
 	for (size_t i = 0; i < n; i++) {
 		struct elf_syms s;
@@ -329,30 +341,16 @@ int py_find(pid_t pid, struct py_found *out, char *err, size_t errlen)
 
 /* ---- objects ---- */
 
+/* Code point c as UTF-8 at out[*at] if it fits with a NUL after it; a
+ * surrogate or a value past U+10FFFF (a malformed string object) as
+ * U+FFFD, so names are always valid UTF-8. */
 static void put_utf8(uint32_t c, char *out, size_t outlen, size_t *at)
 {
 	char b[4];
-	size_t n;
+	size_t n = nt_utf8_encode(c, b);
 
-	if (c < 0x80) {
-		b[0] = (char)c;
-		n = 1;
-	} else if (c < 0x800) {
-		b[0] = (char)(0xc0 | (c >> 6));
-		b[1] = (char)(0x80 | (c & 0x3f));
-		n = 2;
-	} else if (c < 0x10000) {
-		b[0] = (char)(0xe0 | (c >> 12));
-		b[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-		b[2] = (char)(0x80 | (c & 0x3f));
-		n = 3;
-	} else {
-		b[0] = (char)(0xf0 | (c >> 18));
-		b[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-		b[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-		b[3] = (char)(0x80 | (c & 0x3f));
-		n = 4;
-	}
+	if (!n)
+		n = nt_utf8_encode(0xfffd, b);
 	if (*at + n + 1 > outlen)
 		return;
 	memcpy(out + *at, b, n);
@@ -597,12 +595,85 @@ int py_resolve_layout(pid_t pid, const struct py_found *f,
 	return 0;
 }
 
+/* Thread state ts's first frame with a code object (C-stack shims
+ * skipped): its type must be "code". 1 when one was checked, 0 when the
+ * thread has none, -EPROTO when the type is wrong (err said). */
+static int check_first_code(pid_t pid, const struct py_found *f,
+			    const struct py_layout *l, uint64_t ts,
+			    uint64_t *code_type, char *err, size_t errlen)
+{
+	uint64_t frame = 0;
+	char tname[64];
+	int ret;
+
+	if (py_read_u64(pid, ts + l->ts_frame, &frame) == 0 && frame &&
+	    l->cframe_current != PY_NO_OFF)
+		py_read_u64(pid, frame + l->cframe_current, &frame);
+	for (int k = 0; frame && k < 8; k++) {
+		uint64_t code = 0, prev = 0;
+		uint8_t owner = 0;
+
+		py_read_u64(pid, frame + l->frame_code, &code);
+		py_read_u64(pid, frame + l->frame_previous, &prev);
+		if (l->frame_owner != PY_NO_OFF)
+			py_read(pid, frame + l->frame_owner, &owner, 1);
+		if (code && !(l->minor >= 12 && owner == 3)) {
+			ret = py_read_type_name(pid, l, code, tname, sizeof(tname), code_type);
+			if (ret || strcmp(tname, "code") != 0) {
+				snprintf(err, errlen,
+					 "a frame's code object 0x%llx has type \"%s\", "
+					 "not \"code\": the %d.%d offsets do not match",
+					 (unsigned long long)code, ret ? "?" : tname,
+					 f->major, f->minor);
+				return -EPROTO;
+			}
+			return 1;
+		}
+		frame = prev;
+	}
+	return 0;
+}
+
+/* Thread state ts (the i-th): it points back at interp and, where it
+ * holds a native thread id, the first one is a thread of pid. */
+static int check_tstate(pid_t pid, const struct py_found *f,
+			const struct py_layout *l, uint64_t interp, uint64_t ts,
+			int i, char *err, size_t errlen)
+{
+	uint64_t back = 0, tid = 0;
+	char path[64];
+	struct stat st;
+	int ret;
+
+	if ((ret = py_read_u64(pid, ts + l->ts_interp, &back)) || back != interp) {
+		snprintf(err, errlen,
+			 "thread state 0x%llx points at interpreter 0x%llx, not "
+			 "0x%llx: the %d.%d offsets do not match this interpreter",
+			 (unsigned long long)ts, (unsigned long long)back,
+			 (unsigned long long)interp, f->major, f->minor);
+		return -EPROTO;
+	}
+	if (l->tid_is_pthread)
+		return 0;
+	if (py_read_u64(pid, ts + l->ts_thread_id, &tid))
+		return -EPROTO;
+	snprintf(path, sizeof(path), "/proc/%d/task/%llu", (int)pid,
+		 (unsigned long long)tid);
+	if (tid && stat(path, &st) != 0 && i == 0) {
+		snprintf(err, errlen,
+			 "thread state's native thread id %llu is not a "
+			 "thread of pid %d: the %d.%d offsets do not match",
+			 (unsigned long long)tid, (int)pid, f->major, f->minor);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 	      uint64_t *code_type, char *err, size_t errlen)
 {
-	uint64_t interp = 0, ts = 0, back = 0, tid = 0, frame = 0;
-	char path[64], tname[64];
-	int ret, checked = 0;
+	uint64_t interp = 0, ts = 0;
+	int ret;
 
 	ret = py_read_u64(pid, f->runtime + l->runtime_interp_head, &interp);
 	if (ret) {
@@ -626,60 +697,12 @@ int py_verify(pid_t pid, const struct py_found *f, const struct py_layout *l,
 		return -EAGAIN;
 	}
 	for (int i = 0; ts && i < 64; i++) {
-		if ((ret = py_read_u64(pid, ts + l->ts_interp, &back)) || back != interp) {
-			snprintf(err, errlen,
-				 "thread state 0x%llx points at interpreter 0x%llx, not "
-				 "0x%llx: the %d.%d offsets do not match this interpreter",
-				 (unsigned long long)ts, (unsigned long long)back,
-				 (unsigned long long)interp, f->major, f->minor);
-			return -EPROTO;
-		}
-		if (!l->tid_is_pthread) {
-			struct stat st;
-
-			if ((ret = py_read_u64(pid, ts + l->ts_thread_id, &tid)))
-				return -EPROTO;
-			snprintf(path, sizeof(path), "/proc/%d/task/%llu", (int)pid,
-				 (unsigned long long)tid);
-			if (tid && stat(path, &st) != 0 && i == 0) {
-				snprintf(err, errlen,
-					 "thread state's native thread id %llu is not a "
-					 "thread of pid %d: the %d.%d offsets do not match",
-					 (unsigned long long)tid, (int)pid, f->major, f->minor);
-				return -EPROTO;
-			}
-		}
-		frame = 0;
-		if (py_read_u64(pid, ts + l->ts_frame, &frame) == 0 && frame &&
-		    l->cframe_current != PY_NO_OFF)
-			py_read_u64(pid, frame + l->cframe_current, &frame);
-		/* first frame that has a code object (skip C-stack shims) */
-		for (int k = 0; frame && k < 8 && !checked; k++) {
-			uint64_t code = 0, prev = 0;
-			uint8_t owner = 0;
-
-			py_read_u64(pid, frame + l->frame_code, &code);
-			py_read_u64(pid, frame + l->frame_previous, &prev);
-			if (l->frame_owner != PY_NO_OFF)
-				py_read(pid, frame + l->frame_owner, &owner, 1);
-			if (code && !(l->minor >= 12 && owner == 3)) {
-				ret = py_read_type_name(pid, l, code, tname, sizeof(tname),
-							code_type);
-				if (ret || strcmp(tname, "code") != 0) {
-					snprintf(err, errlen,
-						 "a frame's code object 0x%llx has type \"%s\", "
-						 "not \"code\": the %d.%d offsets do not match",
-						 (unsigned long long)code, ret ? "?" : tname,
-						 f->major, f->minor);
-					return -EPROTO;
-				}
-				checked = 1;
-			}
-			frame = prev;
-		}
-		if (checked)
-			break;
-		if (py_read_u64(pid, ts + l->ts_next, &ts))
+		if ((ret = check_tstate(pid, f, l, interp, ts, i, err, errlen)))
+			return ret;
+		ret = check_first_code(pid, f, l, ts, code_type, err, errlen);
+		if (ret < 0)
+			return ret;
+		if (ret > 0 || py_read_u64(pid, ts + l->ts_next, &ts))
 			break;
 	}
 	return 0;

@@ -486,6 +486,119 @@ static __always_inline __u64 block_key(const struct py_proc *pp, __u64 tstate)
 	return (f ^ (code * 0x9e3779b97f4a7c15ull) ^ (instr << 17)) | 1;
 }
 
+/* A Python thread leaving the CPU (we run in its context): walk it when
+ * its budget allows, else note when it left. Returns the time read. */
+static __always_inline __u64 switch_out(void *ctx, struct py_proc *pp,
+					struct task_struct *prev, bool preempt)
+{
+	__u32 tid = prev->pid;
+	struct py_offcpu *oc;
+	__u64 now, ts, key;
+
+	/* preempted: still runnable (a user-mode thread whose slice
+	 * ran out switches with preempt false but TASK_RUNNING) */
+	preempt = preempt || prev->__state == 0;
+	now = bpf_ktime_get_ns();
+	oc = bpf_map_lookup_elem(&py_offcpu, &tid);
+	/* Blocking and preemption have a walk budget each (one per
+	 * period): a preempted walk must not make the next block go
+	 * unwalked, or the block would keep the preempted stack. A
+	 * block somewhere else than the last walked one (block_key) is
+	 * walked whatever the budget: the CUDA join lends a blocked
+	 * thread's latest walk, which must be of the same place. */
+	key = 0;
+	ts = 0;
+	if (oc && !preempt && now - oc->vwalk_ns < period_ns) {
+		ts = find_tstate(pp, tid, now);
+		key = ts ? block_key(pp, ts) : 0;
+	}
+	if (!oc || now - (preempt ? oc->walk_ns : oc->vwalk_ns) >= period_ns ||
+	    (key && key != oc->vkey)) {
+		if (!ts)
+			ts = find_tstate(pp, tid, now);
+		if (!preempt && !key && ts)
+			key = block_key(pp, ts);
+		if (ts && sample_current(ctx, pp, PY_REC_IDLE, preempt ? 1 : 0,
+					 ts, SCR_SWITCH) > 0) {
+			struct py_offcpu v = { .out_ns = now, .walk_ns = now,
+					       .vwalk_ns = preempt ? 0 : now,
+					       .preempted = preempt,
+					       .vkey = preempt ? 0 : key };
+
+			stat_inc(PY_STAT_IDLE);
+			if (oc) {
+				oc->walk_ns = now;
+				if (!preempt) {
+					oc->vwalk_ns = now;
+					oc->vkey = key;
+				}
+				oc->out_ns = now;
+				oc->preempted = preempt;
+			} else {
+				bpf_map_update_elem(&py_offcpu, &tid, &v, BPF_ANY);
+			}
+		}
+	} else {
+		oc->out_ns = now;
+		oc->preempted = preempt;
+	}
+	return now;
+}
+
+/* A Python thread coming back: add up its off-CPU time, note the period
+ * in its history, and send the time once it reaches a sample period (at
+ * most one record per period). */
+static __always_inline void switch_in(struct task_struct *next, __u32 npid,
+				      __u64 now)
+{
+	__u32 tid = next->pid;
+	struct py_offcpu *oc = bpf_map_lookup_elem(&py_offcpu, &tid);
+
+	if (oc && oc->out_ns) {
+		struct py_offhist *h;
+
+		if (!now)
+			now = bpf_ktime_get_ns();
+		h = bpf_map_lookup_elem(&py_offhist, &tid);
+		if (!h) {
+			bpf_map_update_elem(&py_offhist, &tid, &offhist_zero,
+					    BPF_NOEXIST);
+			h = bpf_map_lookup_elem(&py_offhist, &tid);
+		}
+		if (h) {
+			__u32 i = h->pos & (PY_OFFHIST - 1);
+
+			h->out[i] = oc->out_ns;
+			h->in[i] = now;
+			if (oc->preempted)
+				h->preempted[i / 64] |= 1ULL << (i % 64);
+			else
+				h->preempted[i / 64] &= ~(1ULL << (i % 64));
+			h->pos++;
+		}
+		if (!oc->acc_ns)
+			oc->acc_start = oc->out_ns;
+		oc->acc_ns += now > oc->out_ns ? now - oc->out_ns : 0;
+		oc->out_ns = 0;
+		if (oc->acc_ns >= period_ns) {
+			struct py_weight_rec *w = nt_reserve(&py_events, sizeof(*w));
+
+			if (w) {
+				w->hdr.type = PY_REC_WEIGHT;
+				w->hdr.size = sizeof(*w);
+				w->hdr.ts_ns = now;
+				w->hdr.pid = npid;
+				w->hdr.tid = tid;
+				BPF_CORE_READ_STR_INTO(&w->hdr.comm, next, comm);
+				w->off_ns = oc->acc_ns;
+				w->start_ns = oc->acc_start;
+				bpf_ringbuf_submit(w, wake_flag());
+			}
+			oc->acc_ns = 0;
+		}
+	}
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
@@ -493,114 +606,14 @@ int BPF_PROG(py_switch, bool preempt, struct task_struct *prev,
 	__u32 ppid = prev->tgid, npid = next->tgid;
 	__u64 now = 0;
 	struct py_proc *pp;
-	struct py_offcpu *oc;
 
 	if (!want_idle)
 		return 0;
-	/* A Python thread leaving the CPU (we run in its context). */
 	if (ppid && (pp = bpf_map_lookup_elem(&py_procs, &ppid)) &&
-	    nt_target_ok(ppid)) {
-		__u32 tid = prev->pid;
-		__u64 ts, key;
-
-		/* preempted: still runnable (a user-mode thread whose slice
-		 * ran out switches with preempt false but TASK_RUNNING) */
-		preempt = preempt || prev->__state == 0;
-		now = bpf_ktime_get_ns();
-		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
-		/* Blocking and preemption have a walk budget each (one per
-		 * period): a preempted walk must not make the next block go
-		 * unwalked, or the block would keep the preempted stack. A
-		 * block somewhere else than the last walked one (block_key) is
-		 * walked whatever the budget: the CUDA join lends a blocked
-		 * thread's latest walk, which must be of the same place. */
-		key = 0;
-		ts = 0;
-		if (oc && !preempt && now - oc->vwalk_ns < period_ns) {
-			ts = find_tstate(pp, tid, now);
-			key = ts ? block_key(pp, ts) : 0;
-		}
-		if (!oc || now - (preempt ? oc->walk_ns : oc->vwalk_ns) >= period_ns ||
-		    (key && key != oc->vkey)) {
-			if (!ts)
-				ts = find_tstate(pp, tid, now);
-			if (!preempt && !key && ts)
-				key = block_key(pp, ts);
-			if (ts && sample_current(ctx, pp, PY_REC_IDLE, preempt ? 1 : 0,
-						 ts, SCR_SWITCH) > 0) {
-				struct py_offcpu v = { .out_ns = now, .walk_ns = now,
-						       .vwalk_ns = preempt ? 0 : now,
-						       .preempted = preempt,
-						       .vkey = preempt ? 0 : key };
-
-				stat_inc(PY_STAT_IDLE);
-				if (oc) {
-					oc->walk_ns = now;
-					if (!preempt) {
-						oc->vwalk_ns = now;
-						oc->vkey = key;
-					}
-					oc->out_ns = now;
-					oc->preempted = preempt;
-				} else {
-					bpf_map_update_elem(&py_offcpu, &tid, &v, BPF_ANY);
-				}
-			}
-		} else {
-			oc->out_ns = now;
-			oc->preempted = preempt;
-		}
-	}
-	/* A Python thread coming back: add up its off-CPU time and send it
-	 * once it reaches a sample period (at most one record per period). */
-	if (npid && bpf_map_lookup_elem(&py_procs, &npid)) {
-		__u32 tid = next->pid;
-
-		oc = bpf_map_lookup_elem(&py_offcpu, &tid);
-		if (oc && oc->out_ns) {
-			struct py_offhist *h;
-
-			if (!now)
-				now = bpf_ktime_get_ns();
-			h = bpf_map_lookup_elem(&py_offhist, &tid);
-			if (!h) {
-				bpf_map_update_elem(&py_offhist, &tid, &offhist_zero,
-						    BPF_NOEXIST);
-				h = bpf_map_lookup_elem(&py_offhist, &tid);
-			}
-			if (h) {
-				__u32 i = h->pos & (PY_OFFHIST - 1);
-
-				h->out[i] = oc->out_ns;
-				h->in[i] = now;
-				if (oc->preempted)
-					h->preempted[i / 64] |= 1ULL << (i % 64);
-				else
-					h->preempted[i / 64] &= ~(1ULL << (i % 64));
-				h->pos++;
-			}
-			if (!oc->acc_ns)
-				oc->acc_start = oc->out_ns;
-			oc->acc_ns += now > oc->out_ns ? now - oc->out_ns : 0;
-			oc->out_ns = 0;
-			if (oc->acc_ns >= period_ns) {
-				struct py_weight_rec *w = nt_reserve(&py_events, sizeof(*w));
-
-				if (w) {
-					w->hdr.type = PY_REC_WEIGHT;
-					w->hdr.size = sizeof(*w);
-					w->hdr.ts_ns = now;
-					w->hdr.pid = npid;
-					w->hdr.tid = tid;
-					BPF_CORE_READ_STR_INTO(&w->hdr.comm, next, comm);
-					w->off_ns = oc->acc_ns;
-					w->start_ns = oc->acc_start;
-					bpf_ringbuf_submit(w, wake_flag());
-				}
-				oc->acc_ns = 0;
-			}
-		}
-	}
+	    nt_target_ok(ppid))
+		now = switch_out(ctx, pp, prev, preempt);
+	if (npid && bpf_map_lookup_elem(&py_procs, &npid))
+		switch_in(next, npid, now);
 	return 0;
 }
 
@@ -727,70 +740,66 @@ int BPF_USDT(py_func_entry, void *file, void *func, int line)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(py_func_return, void *file, void *func, int line)
+/* Count a return of key's function; a new key tells user space its
+ * names (PY_REC_FUNC). */
+static __always_inline void count_return(const struct py_call_key *key,
+					 void *file, void *func, int line)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, tid = (__u32)id;
-	struct py_call_key key = {};
 	struct py_call_stats *st, nst = { .calls = 1 };
-	struct py_call_stack *cs;
-	__u32 pops = 0;
-	__u64 now;
 
-	if (!nt_target_ok(pid))
-		return 0;
-	stat_inc(PY_STAT_CALLS);
-	key.pid = pid;
-	key.code = current_code(pid, tid);
-	key.func = (__u64)func;
-	key.file = (__u64)file;
-	st = bpf_map_lookup_elem(&py_calls, &key);
+	st = bpf_map_lookup_elem(&py_calls, key);
 	if (st) {
 		__sync_fetch_and_add(&st->calls, 1);
-	} else if (bpf_map_update_elem(&py_calls, &key, &nst, BPF_NOEXIST) == 0) {
+	} else if (bpf_map_update_elem(&py_calls, key, &nst, BPF_NOEXIST) == 0) {
 		struct py_func_rec *r = nt_reserve(&py_events, sizeof(*r));
 
 		if (r) {
 			nt_hdr_current(&r->hdr, PY_REC_FUNC, sizeof(*r));
-			r->key = key;
+			r->key = *key;
 			r->line = line;
 			bpf_probe_read_user_str(r->func, sizeof(r->func), func);
 			bpf_probe_read_user_str(r->file, sizeof(r->file), file);
 			bpf_ringbuf_submit(r, wake_flag());
 		}
-	} else if ((st = bpf_map_lookup_elem(&py_calls, &key))) {
+	} else if ((st = bpf_map_lookup_elem(&py_calls, key))) {
 		__sync_fetch_and_add(&st->calls, 1);
 	}
+}
 
-	cs = bpf_map_lookup_elem(&py_callstk, &tid);
-	if (!cs || cs->depth == 0)
-		return 0; /* no entry seen (gh-98894) or entered before attach */
-	now = bpf_ktime_get_ns();
-	/* Find the returning function among the top 8 timed frames: frames
-	 * above it were left by an exception (no return marker) and end here
-	 * too. A return without a matching entry times nothing. */
+/* How many timed frames this return ends: the returning function among
+ * the top 8; frames above it were left by an exception (no return
+ * marker) and end here too. 0: no matching entry, nothing is timed. */
+static __always_inline __u32 frames_ended(const struct py_call_stack *cs,
+					  void *file, void *func)
+{
 	for (int i = 0; i < 8; i++) {
+		const struct py_call_frame *f;
 		__u32 d;
-		struct py_call_frame *f;
 
 		if ((__u32)i >= cs->depth)
 			break;
 		d = cs->depth - 1 - i;
-		if (d >= PY_CALL_DEPTH) {
-			pops = i + 1; /* untimed deep frame: trust the order */
-			break;
-		}
+		if (d >= PY_CALL_DEPTH)
+			return i + 1; /* untimed deep frame: trust the order */
 		f = &cs->f[slot(d, PY_CALL_DEPTH - 1)];
-		if (f->func == (__u64)func && f->file == (__u64)file) {
-			pops = i + 1;
-			break;
-		}
+		if (f->func == (__u64)func && f->file == (__u64)file)
+			return i + 1;
 	}
+	return 0;
+}
+
+/* Pop `pops` frames; only the returning (last) one is the key's, the
+ * exception-left frames above it are popped untimed. */
+static __always_inline void pop_frames(struct py_call_stack *cs, __u32 pops,
+				       const struct py_call_key *key, void *file,
+				       void *func, __u64 now)
+{
+	struct py_call_stats *st;
+
 	for (int i = 0; i < 8; i++) {
-		__u32 d;
 		struct py_call_frame *f;
 		__u64 dur, self;
+		__u32 d;
 
 		if ((__u32)i >= pops || cs->depth == 0)
 			break;
@@ -803,15 +812,36 @@ int BPF_USDT(py_func_return, void *file, void *func, int line)
 		self = dur > f->child_ns ? dur - f->child_ns : 0;
 		if (d > 0 && d - 1 < PY_CALL_DEPTH)
 			cs->f[slot(d - 1, PY_CALL_DEPTH - 1)].child_ns += dur;
-		/* only the returning frame is the key's; exception-left frames
-		 * above it are popped untimed */
 		if ((__u32)i + 1 == pops && f->func == (__u64)func &&
 		    f->file == (__u64)file &&
-		    (st = bpf_map_lookup_elem(&py_calls, &key))) {
+		    (st = bpf_map_lookup_elem(&py_calls, key))) {
 			__sync_fetch_and_add(&st->timed, 1);
 			__sync_fetch_and_add(&st->incl_ns, dur);
 			__sync_fetch_and_add(&st->self_ns, self);
 		}
 	}
+}
+
+SEC("usdt")
+int BPF_USDT(py_func_return, void *file, void *func, int line)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct py_call_key key = {};
+	struct py_call_stack *cs;
+
+	if (!nt_target_ok(pid))
+		return 0;
+	stat_inc(PY_STAT_CALLS);
+	key.pid = pid;
+	key.code = current_code(pid, tid);
+	key.func = (__u64)func;
+	key.file = (__u64)file;
+	count_return(&key, file, func, line);
+	cs = bpf_map_lookup_elem(&py_callstk, &tid);
+	if (!cs || cs->depth == 0)
+		return 0; /* no entry seen (gh-98894) or entered before attach */
+	pop_frames(cs, frames_ended(cs, file, func), &key, file, func,
+		   bpf_ktime_get_ns());
 	return 0;
 }

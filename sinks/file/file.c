@@ -16,6 +16,7 @@
 
 #include "jsonl.h"
 #include "jsonr.h"
+#include "ntcore/kit/ident.h"
 #include "ntcore/plugin.h"
 
 struct file_cfg {
@@ -27,6 +28,7 @@ struct file_cfg {
 	int64_t interval_ms;
 	int64_t buffer_kb;
 	const char *mode;
+	bool identity;
 };
 
 static const char *const formats[] = {"jsonl", "folded", NULL};
@@ -54,6 +56,9 @@ static const struct nt_cfg_key file_keys[] = {
 	{.key = "mode", .type = NT_CFG_STRING, .offset = offsetof(struct file_cfg, mode),
 	 .def = "\"0600\"", .min = 1, .max = 0,
 	 .desc = "permissions (octal) of the files the sink creates; an existing file keeps its own"},
+	{.key = "identity", .type = NT_CFG_BOOL, .offset = offsetof(struct file_cfg, identity),
+	 .def = "false", .min = 1, .max = 0,
+	 .desc = "add the process's container.id, k8s.pod.uid, k8s.pod.name, k8s.namespace.name, ntcore.cgroup ... to each event (docs/kubernetes.md)"},
 };
 
 static const char *const path_label[] = {"instance"};
@@ -356,6 +361,21 @@ static bool render_folded(struct file_sink *fs, const struct nt_event_hdr *ev,
 	return ok;
 }
 
+/* The process's identity before the line's closing "}\n" (the core's
+ * cache, safe from this thread: no call into the loop). */
+static bool add_identity(struct file_sink *fs, const struct nt_event_hdr *ev)
+{
+	struct nt_identity id;
+
+	if (!ev->pid || !NT_HOST_HAS(fs->host, identity) ||
+	    fs->host->identity(fs->inst, ev->pid, &id) != 0 || fs->sb.len < 2)
+		return true;
+	nt_sb_rewind(&fs->sb, fs->sb.len - 2);
+	nt_sb_ident_json(&fs->sb, &id);
+	nt_sb_put(&fs->sb, "}\n", 2);
+	return !fs->sb.failed;
+}
+
 static bool render(struct file_sink *fs, const struct nt_event_hdr *ev,
 		   const struct nt_schema *schema, bool *skip)
 {
@@ -363,7 +383,8 @@ static bool render(struct file_sink *fs, const struct nt_event_hdr *ev,
 	if (fs->folded)
 		return render_folded(fs, ev, schema, skip);
 	return jr_render(&fs->jr, &fs->sb, ev, schema,
-			 fs->host->wall_ns(fs->inst, ev->ts_ns));
+			 fs->host->wall_ns(fs->inst, ev->ts_ns)) &&
+	       (!fs->cfg->identity || add_identity(fs, ev));
 }
 
 static void file_consume(void *state, const struct nt_event_hdr *ev,

@@ -90,6 +90,7 @@ struct grpc_cfg {
 	const char *service_name;
 	const char *instance_id;
 	struct nt_strlist resource_attributes;
+	bool identity;
 };
 
 static const char *const compression_choices[] = { "none", "gzip", "deflate", NULL };
@@ -139,7 +140,12 @@ static const struct nt_cfg_key grpc_config[] = {
 	  "resource attribute service.instance.id (default: <hostname>:<pid>)"),
 	K(resource_attributes, NT_CFG_STRING_LIST, "[]", 1, 0,
 	  "extra resource attributes, each \"key=value\""),
+	K(identity, NT_CFG_BOOL, "false", 1, 0,
+	  "log records carry their process's container.id, k8s.pod.uid, k8s.pod.name, k8s.namespace.name ... (docs/kubernetes.md)"),
 };
+
+/* host->identity for the encoder (issue 21; safe on the sender thread). */
+static int gs_ident(void *ctx, uint32_t pid, struct nt_identity *out);
 
 /* ------------------------------------------------------------------ */
 /* Self-metrics                                                        */
@@ -1173,6 +1179,8 @@ static int gs_init(struct nt_instance *inst, const struct nt_host *host,
 		.n_extra = cfg->resource_attributes.n,
 	};
 	s->enc = otlp_encoder_new(&res, s->start_wall_ns);
+	if (s->enc && cfg->identity && NT_HOST_HAS(host, identity))
+		otlp_encoder_set_ident(s->enc, gs_ident, s);
 	s->batch = calloc((size_t)cfg->batch_size, sizeof(*s->batch));
 	rc = gq_init(&s->q, (size_t)cfg->queue_bytes, (uint32_t)cfg->queue_size);
 	if (!s->enc || !s->batch || rc < 0) {
@@ -1259,10 +1267,23 @@ static int gs_poll(void *state, uint32_t token, uint32_t budget)
 	return 0;
 }
 
+static int gs_ident(void *ctx, uint32_t pid, struct nt_identity *out)
+{
+	struct gs *s = ctx;
+
+	return s->host->identity(s->inst, pid, out);
+}
+
 static void gs_consume(void *state, const struct nt_event_hdr *ev,
 		       const struct nt_schema *schema)
 {
 	struct gs *s = state;
+	struct nt_identity id;
+
+	/* resolved now, while the process surely lives; the encoder reads
+	 * the cache when the batch goes out */
+	if (ev->pid && s->cfg->identity && NT_HOST_HAS(s->host, identity))
+		s->host->identity(s->inst, ev->pid, &id);
 	uint64_t mono = mono_ns();
 	uint64_t wall = s->host->wall_ns(s->inst, ev->ts_ns);
 	uint64_t observed = s->host->wall_ns(s->inst, mono);

@@ -112,6 +112,9 @@ struct otlp_encoder;
 struct otlp_encoder *otlp_encoder_new(const struct otlp_resource_info *res,
 				      uint64_t start_wall_ns);
 void otlp_encoder_free(struct otlp_encoder *enc);
+/* Log records get the identity attributes of their pid (issue 21). */
+typedef int (*otlp_ident_fn)(void *ctx, uint32_t pid, struct nt_identity *out);
+void otlp_encoder_set_ident(struct otlp_encoder *enc, otlp_ident_fn fn, void *ctx);
 
 /*
  * Serialize an ExportLogsServiceRequest holding one LogRecord per entry.

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "grpc_sink.h"
+#include "ntcore/kit/ident.h"
 #include "otlp_logs_service.pb-c.h"
 #include "otlp_metrics_service.pb-c.h"
 
@@ -226,7 +227,15 @@ struct otlp_encoder {
 	/* serialized resource and scope fields, made on first use */
 	uint8_t *envelope;
 	size_t res_len, scope_len;
+	otlp_ident_fn ident; /* identity of a pid, or NULL */
+	void *ident_ctx;
 };
+
+void otlp_encoder_set_ident(struct otlp_encoder *enc, otlp_ident_fn fn, void *ctx)
+{
+	enc->ident = fn;
+	enc->ident_ctx = ctx;
+}
 
 static KeyValue *res_kv(struct otlp_encoder *enc, const char *key,
 			size_t klen, const char *val, size_t vlen)
@@ -584,12 +593,41 @@ static int severity_of(const struct nt_schema *s, const struct nt_event_hdr *ev,
 
 #define N_FIXED_ATTRS 4
 
-static LogRecord *log_record(struct otlp_arena *a, const struct gq_entry *e)
+/* The process's container and pod under OpenTelemetry's keys (issue 21):
+ * from the core's identity cache (host->identity, safe on this thread; the
+ * sink looked the pid up when it queued the record, which keeps a process
+ * that exited meanwhile in the cache). */
+static size_t identity_attrs(struct otlp_encoder *enc, const struct gq_entry *e,
+			     KeyValue *kvs, AnyValue *vals, KeyValue **ptrs,
+			     size_t n)
 {
+	struct otlp_arena *a = &enc->arena;
+	struct nt_ident_attr at[NT_IDENT_ATTRS_MAX];
+	struct nt_identity id;
+	uint32_t pid = gq_record(e)->pid;
+	size_t k = 0;
+
+	if (pid && enc->ident && enc->ident(enc->ident_ctx, pid, &id) == 0)
+		k = nt_ident_attrs(&id, at);
+
+	for (size_t i = 0; i < k; i++, n++) {
+		kvs[n] = kv_init;
+		vals[n] = any_init;
+		kvs[n].key = (char *)at[i].key;
+		set_string(a, &vals[n], at[i].value, strlen(at[i].value));
+		kvs[n].value = &vals[n];
+		ptrs[n] = &kvs[n];
+	}
+	return n;
+}
+
+static LogRecord *log_record(struct otlp_encoder *enc, const struct gq_entry *e)
+{
+	struct otlp_arena *a = &enc->arena;
 	const struct nt_event_hdr *ev = gq_record(e);
 	const struct nt_schema *s = e->schema;
 	uint32_t nf = s ? s->n_fields : 0;
-	size_t nattr = N_FIXED_ATTRS + nf;
+	size_t nattr = N_FIXED_ATTRS + nf + NT_IDENT_ATTRS_MAX;
 	LogRecord *lr = otlp_alloc(a, sizeof(*lr));
 	KeyValue *kvs = otlp_alloc(a, nattr * sizeof(*kvs));
 	AnyValue *vals = otlp_alloc(a, (nattr + 1) * sizeof(*vals));
@@ -636,11 +674,13 @@ static LogRecord *log_record(struct otlp_arena *a, const struct gq_entry *e)
 			lr->dropped_attributes_count++;
 			continue;
 		}
-		kvs[n].key = (char *)f->name;
+		const char *semconv = s ? nt_otel_field_key(s->name, f->name) : NULL;
+		kvs[n].key = (char *)(semconv ? semconv : f->name);
 		kvs[n].value = &vals[n];
 		ptrs[n] = &kvs[n];
 		n++;
 	}
+	n = identity_attrs(enc, e, kvs, vals, ptrs, n);
 	lr->n_attributes = n;
 	lr->attributes = ptrs;
 
@@ -764,7 +804,7 @@ uint8_t *otlp_encode_logs(struct otlp_encoder *enc,
 		goto out;
 	sl_body = enc->scope_len;
 	for (uint32_t i = 0; i < n; i++) {
-		recs[i] = log_record(a, entries[i]);
+		recs[i] = log_record(enc, entries[i]);
 		if (!recs[i])
 			goto out;
 		sizes[i] = opentelemetry__proto__logs__v1__log_record__get_packed_size(recs[i]);
@@ -845,7 +885,15 @@ static KeyValue **labels_attrs(struct otlp_arena *a,
 
 		kvs[i] = kv_init;
 		vals[i] = any_init;
-		kvs[i].key = arena_utf8(a, d->label_names[i], strlen(d->label_names[i]));
+		const char *semconv = nt_otel_label_key(d->label_names[i]);
+		const char *key = semconv ? semconv : d->label_names[i];
+		const char *scheme = strstr(val, "://");
+
+		/* the label's "containerd://ID" (kube-state-metrics' form) is
+		 * container.id ID in OpenTelemetry's */
+		if (semconv && strcmp(semconv, "container.id") == 0 && scheme)
+			val = scheme + 3;
+		kvs[i].key = arena_utf8(a, key, strlen(key));
 		set_string(a, &vals[i], val, strlen(val));
 		if (!kvs[i].key)
 			return NULL;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer: the python probe's ring-buffer callback (on_ring: CPU, idle
  * and exception samples, off-CPU weights, USDT call markers, exec and
- * unknown-process notices) on records of arbitrary bytes. The plugin's
- * source is compiled in; init builds the state with the fuzz host. Pids
+ * unknown-process notices; on_ring is pyring.c's) on records of arbitrary
+ * bytes. python.c is compiled in, the plugin's other files beside it
+ * (meson.build); init builds the state with the fuzz host. Pids
  * are moved to numbers no process has; one of them, FAKE_PID, is set up
  * as a sampled CPython 3.11, so samples of it are walked frame by frame
  * (its memory cannot be read: every code object is unreadable). The BPF

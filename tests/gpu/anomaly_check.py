@@ -27,6 +27,23 @@ def loop_step(marks, ts):
     return sum(1 for t in marks if t <= ts) - 1
 
 
+def show_evidence(a):
+    """The alert's evidence: for a step alert every series that moved
+    (before -> after), for a rule its key, value and reference."""
+    try:
+        ev = json.loads(a.get("evidence") or "{}")
+    except ValueError:
+        print("  evidence (not JSON): %s" % a.get("evidence"))
+        return
+    for m in ev.get("moved", []):
+        print("  moved: %s %.4g -> %.4g%s" % (m.get("series"), m.get("before", 0),
+                                             m.get("after", 0),
+                                             " (its own alarm)" if m.get("alarmed") else ""))
+    if "rule" in ev:
+        print("  rule %s on %s: value %.4g, reference %.4g" % (
+            ev["rule"], ev.get("key"), ev.get("value", 0), ev.get("reference", 0)))
+
+
 def slow(jsonl, logp):
     log = json.load(open(logp))
     marks, k = log["step_ns"], log["slow_at"]
@@ -43,6 +60,7 @@ def slow(jsonl, logp):
     for a in al:
         print("alert at loop step %d (ntcore's step %d, kind %s): %s" % (
             loop_step(marks, a["ts"]), a.get("step", 0), a.get("kind"), a["message"]))
+        show_evidence(a)
     early = [a for a in al if first is not None and loop_step(marks, a["ts"]) < first]
     if early:
         print("FAIL: %d alert(s) before the first slow step" % len(early))
@@ -57,6 +75,7 @@ def slow(jsonl, logp):
     moved = ev.get("moved", [])
     top = moved[0]["series"] if moved else ""
     pids = set(str(p) for p in log["worker_pids"])
+    print("loader worker pids: %s" % " ".join(sorted(pids)))
     loader_io = top.startswith("ntcore_io_process_") and any(
         'pid="%s"' % p in top for p in pids)
     print("step alert %d step(s) after the first slow step; what moved most: %s "
@@ -78,6 +97,7 @@ def clean(jsonl, logp):
     for a in al:
         print("alert at loop step %d (kind %s): %s" % (loop_step(marks, a["ts"]),
                                                        a.get("kind"), a["message"]))
+        show_evidence(a)
     for s in records(jsonl, "io.slow"):
         print("io.slow: %s %.0f ms" % (s.get("comm"), s["latency_ns"] / 1e6))
     if al:

@@ -115,7 +115,7 @@ for pid in pids:
         if m["kind"] == "metric" and m["name"] == "ntcore_sched_context_switches_total":
             for p in m["points"]:
                 lab = {k: v[1] for k, v in p["attrs"].items()}
-                if lab.get("pid") == str(pid):
+                if lab.get("process.pid") == str(pid):  # OTLP: semantic-convention keys (issue 21)
                     pts[lab["kind"]] = p["value"]
     assert pts, "no ntcore_sched_context_switches_total point for pid %d" % pid
     assert sum(pts.values()) == sw, "pid %d: metric %r != events %d" % (pid, pts, sw)

@@ -44,12 +44,18 @@ gpu 1 memory 1000 10
 EOF
 export NVLINK_FAKE_NVML=$T/nvml.txt
 
+# Metric snapshots every 300 ms: a process NVML no longer lists (the traced
+# child, once it has exited) loses its series at the next poll, which can
+# come before the snapshot written at exit; the checks read the last value
+# each series had in any snapshot.
 conf() { # conf NAME BODY: the nvlink instance on line 3
 	cat > "$T/$1.conf" <<CONF
 plugins = (
-  { plugin = "file"; path = "$T/$1.jsonl"; metrics = true; },
+  { plugin = "file"; path = "$T/$1.jsonl"; metrics = true; interval_ms = 300; },
   { plugin = "nvlink"; nccl = false; $2 }
 );
+# per-process series by pid also host-wide (the host-wide default drops pid)
+ntcore = { identity_labels = ["declared"]; };
 CONF
 }
 

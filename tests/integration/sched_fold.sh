@@ -13,6 +13,9 @@ nt_test_init sched "${1:-}"
 nt_test_tmp nt-schedfold
 
 cat >"$T/f.conf" <<C
+# the folded histogram is pid="other": pid kept host-wide (issue 21's
+# host-wide default drops it)
+ntcore = { identity_labels = ["declared"]; };
 plugins = (
   { plugin = "sched"; max_processes = 2; interval_ms = 200; },
   { plugin = "file"; path = "$T/out.jsonl"; metrics = true; events = [ "none" ]; }

@@ -221,7 +221,7 @@ static struct proc_exit_rec *mk_exit(uint32_t pid, int code)
 {
 	struct proc_exit_rec *x = calloc(1, sizeof(*x));
 
-	hdr_fill(&x->hdr, pid, pid, mono_now_ns(), "train");
+	hdr_fill(&x->hdr, pid, pid, nt_clock_mono_ns(), "train");
 	x->hdr.size = sizeof(*x);
 	x->exit_code = code;
 	return x;

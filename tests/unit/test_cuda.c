@@ -605,6 +605,153 @@ START_TEST(test_elf_fixtures)
 }
 END_TEST
 
+
+/* ---- issue 19: graphs, virtual memory, error stacks (synthetic records) */
+
+static void captured(uint64_t func, int layer)
+{
+	struct nt_cuda_raw_launch rl;
+
+	memset(&rl, 0, sizeof(rl));
+	rl.hdr.type = NT_CUDA_RAW_LAUNCH;
+	rl.hdr.pid = 42;
+	rl.hdr.tid = 43;
+	rl.func = func;
+	rl.layer = (uint8_t)layer;
+	rl.first = NT_CUDA_LAUNCH_CAPTURED;
+	ck_assert_int_eq(nt_cuda_note_captured(&st, &rl, NT_CUDA_RAW_LAUNCH_FIXED), 0);
+}
+
+static uint64_t graphdef(unsigned api, uint64_t out0, uint64_t a0, uint64_t a1,
+			 uint64_t a2, uint64_t node_func)
+{
+	struct nt_cuda_raw_call rc = call(api, 0, a0, a1, a2, 0, 0);
+
+	rc.out[0] = out0;
+	memcpy(rc.blob, &node_func, 8);
+	ck_assert_int_eq(decode(&rc), 0);
+	return out0;
+}
+
+static uint32_t kernels_named(uint64_t exec, const char *name)
+{
+	const struct nt_cuda_glist *k = nt_cuda_graph_launched(&st, 42, exec);
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; k && i < k->n; i++)
+		n += !strcmp(nt_cuda_kernel_name(&st, 42, k->k[i].layer,
+						 k->k[i].func), name);
+	return n;
+}
+
+START_TEST(test_graph_capture_nodes)
+{
+	struct nt_cuda_raw_kname kn;
+	struct nt_cuda_raw_call rc;
+
+	/* a driver handle named "k_drv" */
+	memset(&kn, 0, sizeof(kn));
+	kn.hdr.pid = 42;
+	kn.api = NT_CUDA_API_cuModuleGetFunction;
+	kn.handle = 0xd00;
+	kn.name_len = 5;
+	memcpy(kn.name, "k_drv", 5);
+	ck_assert_int_eq(nt_cuda_learn_kname(&st, &kn, NT_CUDA_RAW_KNAME_FIXED + 5), 0);
+
+	graphdef(NT_CUDA_API_cudaStreamBeginCapture, 0, 0x57, 0, 0, 0);
+	captured(0xd00, NT_CUDA_LAYER_DRIVER);
+	captured(0x1000, NT_CUDA_LAYER_RUNTIME); /* vector_add stub */
+	captured(0xd00, NT_CUDA_LAYER_DRIVER);
+	graphdef(NT_CUDA_API_cudaStreamEndCapture, 0x6000, 0x57, 0, 0, 0);
+	graphdef(NT_CUDA_API_cudaGraphInstantiate, 0xe000, 0, 0x6000, 0, 0);
+	ck_assert_uint_eq(kernels_named(0xe000, "k_drv"), 2);
+	ck_assert_uint_eq(kernels_named(0xe000, "vector_add(float*, int)"), 1);
+
+	/* a launch of the graph counts its 3 kernels */
+	rc = call(NT_CUDA_API_cudaGraphLaunch, 0, 0xe000, 0x57, 0, 0, 0);
+	ck_assert_int_eq(decode(&rc), 1);
+	ck_assert_uint_eq(nt_cuda_proc_find(&st, 42)->tot.launches, 3);
+
+	/* explicit nodes, node updates, exec update */
+	graphdef(NT_CUDA_API_cuGraphAddKernelNode_v2, 0xa1, 0, 0x7000, 0, 0xd00);
+	graphdef(NT_CUDA_API_cudaGraphAddKernelNode, 0xa2, 0, 0x7000, 0, 0x1000);
+	graphdef(NT_CUDA_API_cudaGraphInstantiateWithFlags, 0xe100, 0, 0x7000, 0, 0);
+	ck_assert_uint_eq(kernels_named(0xe100, "k_drv"), 1);
+	graphdef(NT_CUDA_API_cudaGraphExecKernelNodeSetParams, 0, 0xe100, 0xa2, 0, 0xd00);
+	ck_assert_uint_eq(kernels_named(0xe100, "k_drv"), 2);
+	graphdef(NT_CUDA_API_cudaGraphKernelNodeSetParams, 0, 0xa1, 0, 0, 0x1000);
+	ck_assert_uint_eq(kernels_named(0xe100, "k_drv"), 2); /* the exec keeps its copy */
+	graphdef(NT_CUDA_API_cudaGraphExecUpdate, 0, 0xe100, 0x7000, 0, 0);
+	ck_assert_uint_eq(kernels_named(0xe100, "k_drv"), 0);
+	ck_assert_uint_eq(kernels_named(0xe100, "vector_add(float*, int)"), 2);
+
+	/* a failed capture leaves no graph; destroyed execs are forgotten */
+	graphdef(NT_CUDA_API_cuStreamBeginCapture_v2, 0, 0x58, 0, 0, 0);
+	captured(0xd00, NT_CUDA_LAYER_DRIVER);
+	rc = call(NT_CUDA_API_cuStreamEndCapture, 1, 0x58, 0, 0, 0, 0);
+	ck_assert_int_eq(decode(&rc), 1); /* the error event */
+	graphdef(NT_CUDA_API_cudaGraphExecDestroy, 0, 0xe000, 0, 0, 0);
+	ck_assert_ptr_null(nt_cuda_graph_launched(&st, 42, 0xe000));
+}
+END_TEST
+
+START_TEST(test_vmm_bookkeeping)
+{
+	struct nt_cuda_raw_call rc;
+	const struct nt_cuda_alloc *a = (const void *)out[0].u.bytes;
+	const struct nt_cuda_free *f = (const void *)out[0].u.bytes;
+	int32_t loc[2] = { 1, 3 }; /* device 3 */
+
+	/* cuMemCreate: no event, the handle remembered with its device */
+	rc = call(NT_CUDA_API_cuMemCreate, 0, 0, 2 << 20, 0, 0, 0);
+	rc.out[0] = 0x4a;
+	memcpy(rc.blob + 8, loc, 8);
+	ck_assert_int_eq(decode(&rc), 0);
+	rc = call(NT_CUDA_API_cuMemMap, 0, 0x7f0000000000, 2 << 20, 0, 0x4a, 0);
+	ck_assert_int_eq(decode(&rc), 1);
+	ck_assert_uint_eq(out[0].u.hdr.type, 100 + NT_CUDA_EVT_ALLOC);
+	ck_assert_uint_eq(a->ptr, 0x7f0000000000);
+	ck_assert_uint_eq(a->size, 2 << 20);
+	ck_assert_int_eq(a->device, 3);
+	ck_assert_uint_eq(a->outstanding_bytes, 2 << 20);
+	ck_assert_str_eq(vstr(&out[0], a->api_name), "cuMemMap");
+	/* released while mapped: nothing freed yet */
+	rc = call(NT_CUDA_API_cuMemRelease, 0, 0x4a, 0, 0, 0, 0);
+	ck_assert_int_eq(decode(&rc), 0);
+	ck_assert_uint_eq(nt_cuda_outstanding(nt_cuda_proc_find(&st, 42), 3,
+					      NT_CUDA_MEM_DEVICE), 2 << 20);
+	rc = call(NT_CUDA_API_cuMemUnmap, 0, 0x7f0000000000, 2 << 20, 0, 0, 0);
+	ck_assert_int_eq(decode(&rc), 1);
+	ck_assert_uint_eq(out[0].u.hdr.type, 100 + NT_CUDA_EVT_FREE);
+	ck_assert_uint_eq(f->size, 2 << 20);
+	ck_assert_int_eq(f->device, 3);
+	ck_assert_uint_eq(f->outstanding_bytes, 0);
+	/* out of memory: a failed allocation and its error */
+	rc = call(NT_CUDA_API_cuMemCreate, 2, 0, 1ull << 40, 0, 0, 0);
+	memcpy(rc.blob + 8, loc, 8);
+	ck_assert_int_eq(decode(&rc), 2);
+	ck_assert_uint_eq(a->ptr, 0);
+	ck_assert_uint_eq(a->size, 1ull << 40);
+	ck_assert_int_eq(a->ret, 2);
+	ck_assert_uint_eq(out[1].u.hdr.type, 100 + NT_CUDA_EVT_ERROR);
+}
+END_TEST
+
+START_TEST(test_error_return_stack)
+{
+	struct nt_cuda_raw_call rc = call(NT_CUDA_API_cudaSetDevice, 101, 99, 0, 0, 0, 0);
+	const struct nt_cuda_error *e = (const void *)out[0].u.bytes;
+
+	/* taken at the return: frame 0 is the caller */
+	rc.ips[0] = 0x2004;
+	rc.nframes = 1;
+	rc.pad = NT_CUDA_RAWF_RET_STACK;
+	ck_assert_int_eq(decode(&rc), 1);
+	ck_assert_str_eq(vstr(&out[0], e->error_name), "cudaErrorInvalidDevice");
+	ck_assert_str_eq(vstr(&out[0], e->stack), "train_step;cudaSetDevice");
+}
+END_TEST
+
 static Suite *cuda_suite(void)
 {
 	Suite *s = suite_create("cuda");
@@ -622,6 +769,9 @@ static Suite *cuda_suite(void)
 	tcase_add_test(tc, test_report_and_procs);
 	tcase_add_test(tc, test_insn_and_maps);
 	tcase_add_test(tc, test_elf_fixtures);
+	tcase_add_test(tc, test_graph_capture_nodes);
+	tcase_add_test(tc, test_vmm_bookkeeping);
+	tcase_add_test(tc, test_error_return_stack);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -29,6 +29,7 @@
 #include "hang.h"
 #include "leak.h"
 #include "oomring.h"
+#include "pyframes.h"
 #include "timeline.h"
 #include "track.h"
 
@@ -848,7 +849,7 @@ START_TEST(test_det_oom_evidence)
 	const uint64_t base = 0x7f3300000000ULL;
 
 	det_open(&x, "cuda_oom", over);
-	ck_assert_int_eq(F.nsubs, 3);
+	ck_assert_int_eq(F.nsubs, 4); /* cuda.alloc, cuda.free, proc.exit, python.call_stack */
 	ck_assert_str_eq(F.schemas[0]->name, "alert.cuda_oom");
 	/* 6 blocks of 2 MiB; blocks 1 and 3 freed: holes of 2 MiB each */
 	for (int i = 0; i < 6; i++)
@@ -1000,21 +1001,21 @@ START_TEST(test_det_memleak_online)
 	static const char *const over[] = { "window_ms=20", "windows=4",
 		"threshold=0.8", "min_growth_bytes=2097152", NULL };
 	const uint64_t base = 0x7f5500000000ULL;
-	uint64_t t0 = mono_now_ns();
+	uint64_t t0 = nt_clock_mono_ns();
 
 	det_open(&x, "cuda_memleak", over);
 	ck_assert_uint_eq(F.timer_ms, 10); /* window / 4, at least 10 */
 	feed(&x, mk_alloc(601, t0, base + 999 * MiB, 64 * MiB, 0, NT_CUDA_LAYER_RUNTIME,
 			  "main;steady;cudaMalloc"), &alloc_schema);
 	for (int i = 0; i < 40 && pub_count("alert.cuda_memleak") == 0; i++) {
-		feed(&x, mk_alloc(600, mono_now_ns(), base + (uint64_t)i * MiB, MiB, 0,
+		feed(&x, mk_alloc(600, nt_clock_mono_ns(), base + (uint64_t)i * MiB, MiB, 0,
 				  NT_CUDA_LAYER_RUNTIME, "main;keep_tensor;cudaMalloc"),
 		     &alloc_schema);
 		/* churn in the steady process: alloc and free */
-		feed(&x, mk_alloc(601, mono_now_ns(), base + 2000 * MiB, MiB, 0,
+		feed(&x, mk_alloc(601, nt_clock_mono_ns(), base + 2000 * MiB, MiB, 0,
 				  NT_CUDA_LAYER_RUNTIME, "main;steady;cudaMalloc"),
 		     &alloc_schema);
-		feed(&x, mk_free(601, mono_now_ns(), base + 2000 * MiB, NT_CUDA_LAYER_RUNTIME),
+		feed(&x, mk_free(601, nt_clock_mono_ns(), base + 2000 * MiB, NT_CUDA_LAYER_RUNTIME),
 		     &free_schema);
 		for (int k = 0; k < 2; k++) {
 			usleep(10000);
@@ -1294,17 +1295,17 @@ START_TEST(test_det_hang)
 
 	det_open(&x, "cuda_hang", over);
 	ck_assert_uint_eq(F.timer_ms, 20);
-	t0 = mono_now_ns();
+	t0 = nt_clock_mono_ns();
 	feed(&x, mk_launch(me, me, t0, "spin_forever(int*)", "main;launch_spin;cudaLaunchKernel"),
 	     &launch_schema);
 	feed(&x, mk_enter(me, me + 1000000, t0 + 1000), &enter_schema);
 	/* the poll loop stands in for the 20 ms timer: the report must come
 	 * from the first check at or after timeout, and from no earlier one */
-	while (mono_now_ns() - t0 < 400 * 1000000ULL) {
-		uint64_t before = mono_now_ns(), after;
+	while (nt_clock_mono_ns() - t0 < 400 * 1000000ULL) {
+		uint64_t before = nt_clock_mono_ns(), after;
 
 		x.d->poll(x.state, 1, 100);
-		after = mono_now_ns();
+		after = nt_clock_mono_ns();
 		if (!t_alert && pub_count("alert.cuda_hang")) {
 			t_alert = after;
 			ck_assert_uint_ge(after - t0, 100 * 1000000ULL);
@@ -1326,9 +1327,9 @@ START_TEST(test_det_hang)
 	alert_free(&a);
 	/* the sync returns, activity resumes, then silence again: a second
 	 * report, without a blocked thread */
-	feed(&x, mk_sync(me, me + 1000000, mono_now_ns()), &sync_schema);
-	t0 = mono_now_ns();
-	while (mono_now_ns() - t0 < 250 * 1000000ULL) {
+	feed(&x, mk_sync(me, me + 1000000, nt_clock_mono_ns()), &sync_schema);
+	t0 = nt_clock_mono_ns();
+	while (nt_clock_mono_ns() - t0 < 250 * 1000000ULL) {
 		x.d->poll(x.state, 1, 100);
 		usleep(20000);
 	}
@@ -1339,10 +1340,66 @@ START_TEST(test_det_hang)
 	ck_assert_ptr_nonnull(strstr(a.ev, "\"blocked\":[]"));
 	alert_free(&a);
 	/* a process that is gone is forgotten, never reported */
-	feed(&x, mk_launch(0x7ffffff0, 1, mono_now_ns() - 10 * SEC, "k", ""), &launch_schema);
+	feed(&x, mk_launch(0x7ffffff0, 1, nt_clock_mono_ns() - 10 * SEC, "k", ""), &launch_schema);
 	x.d->poll(x.state, 1, 100);
 	ck_assert_int_eq(pub_count("alert.cuda_hang"), 2);
 	det_close(&x);
+}
+END_TEST
+
+
+/* A lent Python stack (python.call_stack) merged in front of a call's
+ * native stack; native frames of the lend and other threads' lends are
+ * not taken. */
+struct fake_lend {
+	struct nt_event_hdr hdr;
+	uint32_t how, pad;
+	struct nt_vstr stack;
+	char text[256];
+};
+
+START_TEST(test_pyframes)
+{
+	static const struct nt_field f[] = {
+		NT_FIELD(struct fake_lend, how, NT_F_U32, "", ""),
+		NT_FIELD(struct fake_lend, stack, NT_F_VSTR, "", ""),
+	};
+	static const struct nt_schema sc = { .name = "python.call_stack",
+					     .fields = f, .n_fields = 2,
+					     .min_size = 16 };
+	const char *t = "<module> (/w/t.py:40);leaky_step (/w/t.py:9);"
+			"libffi.so.8+0x6f7a;operator()(int);cudaMalloc";
+	struct fake_lend l = { 0 };
+	struct pyframes pf;
+	struct cuev e = { 0 };
+	char out[128];
+
+	pyf_init(&pf);
+	ck_assert(pyf_is(&sc));
+	l.hdr.pid = 7;
+	l.hdr.tid = 8;
+	l.hdr.ts_ns = 1000;
+	l.stack.off = offsetof(struct fake_lend, text);
+	l.stack.len = (uint32_t)strlen(t);
+	memcpy(l.text, t, strlen(t));
+	l.hdr.size = (uint32_t)(offsetof(struct fake_lend, text) + strlen(t));
+	pyf_note(&pf, &l.hdr, &sc);
+	ck_assert_str_eq(pyf_find(&pf, 7, 8, 1000),
+			 "<module> (/w/t.py:40);leaky_step (/w/t.py:9)");
+	ck_assert_ptr_null(pyf_find(&pf, 7, 8, 999)); /* another call */
+	ck_assert_ptr_null(pyf_find(&pf, 7, 9, 1000)); /* another thread */
+	e.pid = 7;
+	e.tid = 8;
+	e.ts = 1000;
+	e.stack.p = "main;alloc_it;cudaMalloc";
+	e.stack.len = strlen(e.stack.p);
+	ck_assert(pyf_merge(&pf, &e));
+	ck_assert_str_eq(e.stack.p, "<module> (/w/t.py:40);leaky_step (/w/t.py:9);"
+				    "main;alloc_it;cudaMalloc");
+	ck_assert_str_eq(stack_py_frame(e.stack.p, out, sizeof(out)),
+			 "leaky_step (/w/t.py:9)");
+	ck_assert_str_eq(stack_py_frame("main;f(int);cudaMalloc", out, sizeof(out)), "");
+	pyf_fini(&pf);
 }
 END_TEST
 
@@ -1352,6 +1409,7 @@ static Suite *suite(void)
 	TCase *t = tcase_create("logic");
 
 	tcase_add_test(t, test_stacktab);
+	tcase_add_test(t, test_pyframes);
 	tcase_add_test(t, test_amap_basic);
 	tcase_add_test(t, test_stack_totals);
 	tcase_add_test(t, test_leak_steady);

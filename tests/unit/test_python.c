@@ -19,6 +19,7 @@
 #include "pyagg.h"
 #include "pyjoin.h"
 #include "pyline.h"
+#include "pymap.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
 
@@ -497,31 +498,32 @@ END_TEST
 START_TEST(map_ops)
 {
 	struct py_map m = { 0 };
-	uint32_t it = 0, seen = 0;
+	struct py_map_it it = { 0 };
+	uint32_t seen = 0;
 	uint64_t k;
 	void *v;
 
 	for (uintptr_t i = 1; i <= 5000; i++)
 		ck_assert_int_eq(py_map_put(&m, i * 7919, (void *)(i * 2)), 0);
-	ck_assert_uint_eq(m.n, 5000);
+	ck_assert_uint_eq(py_map_count(&m), 5000);
 	for (uintptr_t i = 1; i <= 5000; i++)
 		ck_assert_ptr_eq(py_map_get(&m, i * 7919), (void *)(i * 2));
 	ck_assert_ptr_null(py_map_get(&m, 3));
 	for (uintptr_t i = 1; i <= 5000; i += 2)
 		ck_assert_ptr_eq(py_map_del(&m, i * 7919), (void *)(i * 2));
 	ck_assert_ptr_null(py_map_del(&m, 7919));
-	ck_assert_uint_eq(m.n, 2500);
+	ck_assert_uint_eq(py_map_count(&m), 2500);
 	while (py_map_next(&m, &it, &k, &v)) {
 		ck_assert_uint_eq(k % 7919, 0);
 		ck_assert_uint_eq((k / 7919) % 2, 0);
 		seen++;
 	}
 	ck_assert_uint_eq(seen, 2500);
-	/* reinsert over tombstones, replace */
+	/* reinsert after deletes, replace */
 	for (uintptr_t i = 1; i <= 5000; i += 2)
 		ck_assert_int_eq(py_map_put(&m, i * 7919, (void *)i), 0);
 	ck_assert_int_eq(py_map_put(&m, 2 * 7919, (void *)99), 0);
-	ck_assert_uint_eq(m.n, 5000);
+	ck_assert_uint_eq(py_map_count(&m), 5000);
 	ck_assert_ptr_eq(py_map_get(&m, 2 * 7919), (void *)99);
 	ck_assert_ptr_eq(py_map_get(&m, 3 * 7919), (void *)3);
 	py_map_free(&m);

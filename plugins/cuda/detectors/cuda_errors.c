@@ -19,6 +19,7 @@
 #include "cuerr.h"
 #include "det_alert.h"
 #include "det_util.h"
+#include "pyframes.h"
 
 struct er_cfg {
 	int64_t interval_ms;
@@ -83,6 +84,7 @@ struct er {
 	const struct er_cfg *cfg;
 	int alert_type;
 	struct cuev_cache cc;
+	struct pyframes py; /* lent Python stacks (pyframes.h) */
 	struct er_key *keys;
 	size_t nk, ck;
 	uint64_t window_start_ns;
@@ -143,7 +145,7 @@ static bool er_budget(struct er *r, uint64_t now)
 static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 {
 	struct sbuf ev, msg;
-	char fn[256], sfn[256];
+	char fn[256], sfn[256], pyfn[256];
 	const char *hint = cuerr_hint(k->err);
 	uint32_t sev = cuerr_severe(k->err) ? NT_SEV_CRITICAL : NT_SEV_WARNING;
 	struct det_subject subj = { .pid = k->alerts ? k->last_pid : k->first_pid,
@@ -152,6 +154,7 @@ static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 	uint64_t n = k->alerts ? k->pending : 1;
 
 	stack_user_frame(k->stack, fn, sizeof(fn));
+	stack_py_frame(k->stack, pyfn, sizeof(pyfn));
 	sb_init(&ev);
 	sb_init(&msg);
 	sb_puts(&ev, "{\"function\":");
@@ -166,6 +169,8 @@ static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 		  k->count, n, k->first_pid, k->first_tid, k->device, k->size,
 		  now >= k->first_ts ? (double)(now - k->first_ts) / 1e9 : 0.0);
 	sb_json_str(&ev, fn);
+	sb_puts(&ev, ",\"python_caller\":");
+	sb_json_str(&ev, pyfn);
 	sb_puts(&ev, ",\"first_stack\":");
 	sb_json_stack(&ev, k->stack, (unsigned)r->cfg->stack_frames);
 	sb_puts(&ev, ",\"hint\":");
@@ -174,12 +179,13 @@ static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 	if (k->alerts == 0)
 		sb_printf(&msg, "%s returned %s in pid %u (%s), called from %s: %s",
 			  k->func, k->err, k->first_pid, k->comm,
-			  fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)", hint);
+			  pyfn[0] ? pyfn : fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)",
+			  hint);
 	else
 		sb_printf(&msg, "%s returned %s %" PRIu64 " more times (%" PRIu64
 				" in all) since the last report; first called from %s",
 			  k->func, k->err, n, k->count,
-			  fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)");
+			  pyfn[0] ? pyfn : fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)");
 	det_alert_publish(r->host, r->inst, (uint32_t)r->alert_type, &subj, sev,
 			  sb_str(&msg), sb_str(&ev));
 	r->host->log(r->inst, sev == NT_SEV_CRITICAL ? NT_LOG_WARN : NT_LOG_INFO,
@@ -202,8 +208,13 @@ static void er_consume(void *state, const struct nt_event_hdr *ev,
 	struct er_key *k;
 	uint64_t now;
 
+	if (pyf_is(schema)) {
+		pyf_note(&r->py, ev, schema);
+		return;
+	}
 	if (!cuev_decode(&r->cc, ev, schema, &e) || e.type != CUEV_ERROR)
 		return;
+	pyf_merge(&r->py, &e);
 	cuev_api_name(&e, func, sizeof(func));
 	if (e.error_name.len)
 		err = cuev_str_copy(e.error_name, errb, sizeof(errb));
@@ -219,7 +230,7 @@ static void er_consume(void *state, const struct nt_event_hdr *ev,
 		r->dropped_keys++;
 		return;
 	}
-	now = mono_now_ns();
+	now = nt_clock_mono_ns();
 	k->count++;
 	k->last_ts = e.ts;
 	k->last_pid = e.pid;
@@ -249,7 +260,7 @@ static void er_consume(void *state, const struct nt_event_hdr *ev,
 /* Timer: sum up the repeats whose interval has passed. */
 static void er_tick(struct er *r)
 {
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 	uint64_t iv = (uint64_t)r->cfg->interval_ms * 1000000ULL;
 
 	for (size_t i = 0; i < r->nk; i++) {
@@ -280,7 +291,9 @@ static int er_init(struct nt_instance *inst, const struct nt_host *host,
 		host->log(inst, NT_LOG_ERROR, "cannot register alert.cuda_errors: %d", err);
 		goto fail;
 	}
-	if ((err = host->subscribe(inst, "cuda.error")) < 0)
+	pyf_init(&r->py);
+	if ((err = host->subscribe(inst, "cuda.error")) < 0 ||
+	    (err = host->subscribe(inst, PYF_SCHEMA)) < 0)
 		goto fail;
 	r->m_err = host->metric_register(inst, &m_err_desc);
 	r->m_supp = host->metric_register(inst, &m_supp_desc);
@@ -291,6 +304,7 @@ static int er_init(struct nt_instance *inst, const struct nt_host *host,
 	*state = r;
 	return 0;
 fail:
+	pyf_fini(&r->py);
 	free(r);
 	return err;
 }
@@ -314,7 +328,7 @@ static int er_poll(void *state, uint32_t token, uint32_t budget)
 static void er_flush(void *state)
 {
 	struct er *r = state;
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	/* shutdown: the pending repeats, regardless of the interval */
 	for (size_t i = 0; i < r->nk; i++)
@@ -336,6 +350,7 @@ static void er_fini(void *state)
 	for (size_t i = 0; i < r->nk; i++)
 		free(r->keys[i].stack);
 	free(r->keys);
+	pyf_fini(&r->py);
 	free(r);
 }
 

@@ -22,14 +22,10 @@
 #include "cudaev.h"
 #include "det_alert.h"
 #include "det_util.h"
+#include "pyframes.h"
 #include "hang.h"
+#include "hangdet.h"
 
-struct hg_cfg {
-	int64_t timeout_ms;
-	int64_t interval_ms;
-	int64_t stack_frames;
-	const char *proc_root;
-};
 
 static const struct nt_cfg_key hg_keys[] = {
 	DET_KEY("timeout_ms", NT_CFG_INT, struct hg_cfg, timeout_ms, "10000", 10,
@@ -59,30 +55,6 @@ static const struct nt_metric_desc m_alerts_desc = {
 	"ntcore_cuda_hang_alerts_total", "hang alerts published",
 	NT_METRIC_COUNTER, 0, NULL, NULL, 0, 0 };
 
-struct hg_proc {
-	struct hang_proc h;
-	char comm[NT_COMM_LEN + 1];
-	/* what the process does while quiet, from the checks since the first
-	 * one that found it without GPU activity for an interval */
-	uint64_t quiet_seen_act; /* last_act_ns when the quiet sampling began */
-	int64_t cpu_quiet;       /* CPU ticks then, -1 none */
-	uint64_t cpu_quiet_ns;
-	uint32_t checks, runnable; /* checks in the quiet period, state R seen */
-	double cpu_percent;      /* over the quiet period */
-};
-
-struct hg {
-	struct nt_instance *inst;
-	const struct nt_host *host;
-	const struct hg_cfg *cfg;
-	int alert_type;
-	struct cuev_cache cc;
-	struct stacktab st;
-	struct hg_proc **procs;
-	size_t np, cp;
-	long clk_tck;
-	struct nt_metric *m_quiet, *m_alerts;
-};
 
 static struct hg_proc *hg_proc_get(struct hg *g, uint32_t pid, const char *comm)
 {
@@ -121,129 +93,9 @@ static void hg_forget(struct hg *g, size_t i)
 	g->procs[i] = g->procs[--g->np];
 }
 
-static const char *act_name(uint32_t k)
-{
-	switch (k) {
-	case HANG_ACT_LAUNCH: return "launch";
-	case HANG_ACT_MEMCPY: return "copy";
-	case HANG_ACT_MEMSET: return "set";
-	case HANG_ACT_SYNC: return "sync return";
-	default: return "call";
-	}
-}
-
-static void hg_alert(struct hg *g, struct hg_proc *p, uint64_t now)
-{
-	const struct hang_proc *h = &p->h;
-	const struct hang_blocked *b = hang_longest_blocked(h);
-	double quiet = (double)(now - h->last_act_ns) / 1e9;
-	struct sbuf ev, msg;
-	char fn[256], lfn[256];
-	const char *hint;
-	struct det_subject subj = { .pid = h->pid, .comm = p->comm };
-
-	if (!h->last_act_ns && b)
-		quiet = (double)(now - b->since_ns) / 1e9;
-	sb_init(&ev);
-	sb_init(&msg);
-	sb_printf(&ev, "{\"pid\":%u,\"quiet_s\":%.3f,\"timeout_s\":%.3f,"
-		       "\"cpu_percent\":%.1f,\"runnable_checks\":%u,\"quiet_checks\":%u,"
-		       "\"launches\":%" PRIu64
-		       ",\"last_activity\":{\"kind\":\"%s\",\"function\":",
-		  h->pid, quiet, (double)g->cfg->timeout_ms / 1e3, p->cpu_percent,
-		  p->runnable, p->checks, h->launches, act_name(h->last_act_kind));
-	sb_json_str(&ev, h->last_act_func);
-	sb_printf(&ev, ",\"s_ago\":%.3f}", h->last_act_ns ?
-		  (double)(now - h->last_act_ns) / 1e9 : -1.0);
-	stack_caller(stacktab_get(&g->st, h->launch_stack), h->launch_name, lfn,
-		     sizeof(lfn));
-	if (h->launch_ns) {
-		sb_puts(&ev, ",\"last_launch\":{\"kernel\":");
-		sb_json_str(&ev, h->launch_name);
-		sb_puts(&ev, ",\"function\":");
-		sb_json_str(&ev, h->launch_func);
-		sb_printf(&ev, ",\"tid\":%u,\"s_ago\":%.3f,\"caller\":", h->launch_tid,
-			  (double)(now - h->launch_ns) / 1e9);
-		sb_json_str(&ev, lfn);
-		sb_puts(&ev, ",\"stack\":");
-		sb_json_stack(&ev, stacktab_get(&g->st, h->launch_stack),
-			      (unsigned)g->cfg->stack_frames);
-		sb_putc(&ev, '}');
-	}
-	sb_puts(&ev, ",\"blocked\":[");
-	for (uint32_t i = 0; i < h->nblocked; i++) {
-		const struct hang_blocked *x = &h->blocked[i];
-		char f[256];
-
-		stack_user_frame(stacktab_get(&g->st, x->stack), f, sizeof(f));
-		if (i)
-			sb_putc(&ev, ',');
-		sb_printf(&ev, "{\"tid\":%u,\"function\":", x->tid);
-		sb_json_str(&ev, x->func);
-		sb_printf(&ev, ",\"blocked_s\":%.3f,\"caller\":",
-			  (double)(now - x->since_ns) / 1e9);
-		sb_json_str(&ev, f);
-		sb_puts(&ev, ",\"stack\":");
-		sb_json_stack(&ev, stacktab_get(&g->st, x->stack),
-			      (unsigned)g->cfg->stack_frames);
-		sb_putc(&ev, '}');
-	}
-	sb_putc(&ev, ']');
-
-	sb_printf(&msg, "pid %u (%s): no GPU activity for %.1f s while the "
-			"process still runs",
-		  h->pid, p->comm, quiet);
-	if (b) {
-		stack_user_frame(stacktab_get(&g->st, b->stack), fn, sizeof(fn));
-		sb_printf(&msg, "; thread %u blocked in %s for %.1f s", b->tid,
-			  b->func, (double)(now - b->since_ns) / 1e9);
-		if (fn[0]) {
-			char sfn[256];
-
-			sb_printf(&msg, " (called from %s)", short_fn(fn, sfn, sizeof(sfn)));
-		}
-		hint = "a thread waits for GPU work that does not finish: a kernel "
-		       "that never ends (an endless loop, a spin-wait on a flag), "
-		       "a deadlock between streams, or a collective (NCCL) "
-		       "waiting for a peer rank that is gone or stuck. Look at "
-		       "the last kernel launched; py-spy dump and cuda-gdb "
-		       "attach show where; for NCCL set NCCL_DEBUG=INFO and "
-		       "check every rank";
-	} else if (p->cpu_percent >= 25.0 ||
-		   (p->checks >= 2 && 2 * p->runnable >= p->checks)) {
-		sb_printf(&msg, "; no thread inside a CUDA sync, CPU %.0f%% busy: "
-				"the host side stopped feeding the GPU",
-			  p->cpu_percent);
-		hint = "the process computes on the CPU without giving the GPU "
-		       "work: a slow data loader, a Python-level loop, a "
-		       "checkpoint write; profile the host (py-spy top)";
-	} else {
-		sb_printf(&msg, "; no thread inside a CUDA sync, CPU %.0f%%: it "
-				"waits on something else",
-			  p->cpu_percent);
-		hint = "the process sleeps outside CUDA: a lock, I/O, a queue, "
-		       "another process or rank; py-spy dump shows where each "
-		       "thread waits";
-	}
-	if (h->launch_ns)
-		sb_printf(&msg, "; last launch %s %.1f s ago", h->launch_name[0] ?
-			  h->launch_name : h->launch_func,
-			  (double)(now - h->launch_ns) / 1e9);
-	sb_puts(&ev, ",\"hint\":");
-	sb_json_str(&ev, hint);
-	sb_putc(&ev, '}');
-	det_alert_publish(g->host, g->inst, (uint32_t)g->alert_type, &subj,
-			  b ? NT_SEV_CRITICAL : NT_SEV_WARNING, sb_str(&msg),
-			  sb_str(&ev));
-	g->host->metric_add(g->m_alerts, NULL, 1);
-	g->host->log(g->inst, NT_LOG_WARN, "%s", sb_str(&msg));
-	sb_free(&ev);
-	sb_free(&msg);
-}
-
 static void hg_tick(struct hg *g)
 {
-	uint64_t now = mono_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 	uint64_t timeout = (uint64_t)g->cfg->timeout_ms * 1000000ULL;
 
 	for (size_t i = 0; i < g->np;) {
@@ -300,6 +152,10 @@ static void hg_consume(void *state, const struct nt_event_hdr *ev,
 	struct hg_proc *p;
 	char api[64], kname[HANG_NAME_LEN];
 
+	if (pyf_is(schema)) {
+		pyf_note(&g->py, ev, schema);
+		return;
+	}
 	if (!cuev_decode(&g->cc, ev, schema, &e))
 		return;
 	if (e.type == CUEV_PROC_EXIT) {
@@ -337,6 +193,7 @@ static void hg_consume(void *state, const struct nt_event_hdr *ev,
 				      HANG_ACT_OTHER, api);
 		break;
 	case CUEV_ENTER:
+		pyf_merge(&g->py, &e);
 		hang_sync_enter(&p->h, e.ts, e.tid, e.api, api,
 				stacktab_intern(&g->st, e.stack.p, e.stack.len));
 		break;
@@ -352,6 +209,7 @@ static int hg_init(struct nt_instance *inst, const struct nt_host *host,
 	static const char *const pats[] = {
 		"cuda.launch", "cuda.graph_launch", "cuda.memcpy", "cuda.memset",
 		"cuda.sync", "cuda.enter", "cuda.error", "proc.exit",
+		PYF_SCHEMA,
 	};
 	int err = 0;
 
@@ -362,6 +220,7 @@ static int hg_init(struct nt_instance *inst, const struct nt_host *host,
 	g->cfg = config;
 	g->clk_tck = sysconf(_SC_CLK_TCK);
 	stacktab_init(&g->st, 0);
+	pyf_init(&g->py);
 	if (g->cfg->timeout_ms < g->cfg->interval_ms) {
 		stacktab_fini(&g->st);
 		free(g);
@@ -387,6 +246,7 @@ static int hg_init(struct nt_instance *inst, const struct nt_host *host,
 	return 0;
 fail:
 	stacktab_fini(&g->st);
+	pyf_fini(&g->py);
 	free(g);
 	return err ? err : -EINVAL;
 }
@@ -421,6 +281,7 @@ static void hg_fini(void *state)
 		free(g->procs[i]);
 	free(g->procs);
 	stacktab_fini(&g->st);
+	pyf_fini(&g->py);
 	free(g);
 }
 

@@ -19,7 +19,7 @@ static void fill_hdr(struct nt_event_hdr *h, uint32_t type, uint32_t size,
 {
 	h->type = type;
 	h->size = size;
-	h->ts_ns = s->ts_ns ? s->ts_ns : mono_now_ns();
+	h->ts_ns = s->ts_ns ? s->ts_ns : nt_clock_mono_ns();
 	h->pid = s->pid;
 	h->tid = s->tid ? s->tid : s->pid;
 	if (s->comm) {

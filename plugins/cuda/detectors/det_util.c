@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "det_util.h"
 
+#include "ntcore/kit/proc.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -277,13 +279,6 @@ const char *short_fn(const char *fn, char *buf, size_t len)
 	return buf;
 }
 
-uint64_t mono_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* Reads /proc/PID/stat; returns the text after "(comm) " or NULL. */
 static const char *read_stat(const char *root, uint32_t pid, char *buf,
@@ -309,20 +304,14 @@ static const char *read_stat(const char *root, uint32_t pid, char *buf,
 
 int proc_alive(const char *root, uint32_t pid)
 {
-	char buf[1024];
-	const char *s = read_stat(root, pid, buf, sizeof(buf));
+	char st = nt_proc_state(root, pid, 0);
 
-	if (!s)
-		return 0;
-	return !(*s == 'Z' || *s == 'X' || *s == 'x');
+	return st && !(st == 'Z' || st == 'X' || st == 'x');
 }
 
 char proc_state(const char *root, uint32_t pid)
 {
-	char buf[1024];
-	const char *s = read_stat(root, pid, buf, sizeof(buf));
-
-	return s ? *s : 0;
+	return nt_proc_state(root, pid, 0);
 }
 
 int64_t proc_cpu_ticks(const char *root, uint32_t pid)

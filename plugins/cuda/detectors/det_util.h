@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ntcore/kit/clock.h"
+
 struct sbuf {
 	char *p;
 	size_t len, cap;
@@ -63,7 +65,6 @@ const char *stack_user_frame(const char *stack, char *out, size_t len);
  * namespace)" stays. Writes into buf, returns it. */
 const char *short_fn(const char *fn, char *buf, size_t len);
 
-uint64_t mono_now_ns(void);
 
 /* Process state from /proc/PID/stat: 1 runs (any state but zombie/dead),
  * 0 gone or zombie. `proc_root` is normally "/proc" (tests pass another). */

@@ -199,29 +199,31 @@ static double nice_step(double range, int ticks)
 #define PT 90   /* plot top */
 #define PB 150  /* room under the plot */
 
-int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
-		 uint64_t t_end, const struct stacktab *st,
-		 const struct frag_stats *fs, uint64_t fs_ts)
-{
-	const double W = SVG_W - PL - PR, H = SVG_H - PT - PB;
-	struct cluster *c = NULL;
-	size_t nc = build_clusters(t, &c);
-	uint64_t tmin = t->t_first, tmax = t_end > t->t_last ? t_end : t->t_last;
-	double span_s, brk = 0, avail, total = 0, y;
-	char b1[32], b2[32], line[512];
+/* What the sections of the timeline's SVG share. */
+struct svg {
+	FILE *f;
+	const struct timeline *t;
+	struct cluster *c;
+	size_t nc;
+	double W, H, span_s, brk;
+	uint64_t tmin, tmax;
 	struct sbuf sb;
-	unsigned nfail = 0;
+	unsigned nfail;
+};
 
-	if (tmax <= tmin)
-		tmax = tmin + 1000000; /* 1 ms: a picture of one instant */
-	span_s = (double)(tmax - tmin) / 1e9;
-	sb_init(&sb);
+/* vertical layout: clusters stacked bottom-up, gaps collapsed */
+static void svg_layout(struct svg *g)
+{
+	size_t nc = g->nc;
+	const double H = g->H;
+	double brk = g->brk;
+	double avail, total = 0, y;
+	const struct cluster *c = g->c;
 
-	/* vertical layout: clusters stacked bottom-up, gaps collapsed */
 	if (nc > 1) {
-		brk = 120.0 / (double)(nc - 1);
+		g->brk = brk = 120.0 / (double)(nc - 1);
 		if (brk > 14)
-			brk = 14;
+			g->brk = brk = 14;
 	}
 	avail = H - brk * (double)(nc ? nc - 1 : 0);
 	for (size_t i = 0; i < nc; i++)
@@ -230,10 +232,21 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 	for (size_t i = 0; i < nc; i++) {
 		double h = total > 0 ? avail * (double)(c[i].hi - c[i].lo) / total : 0;
 
-		c[i].y_lo = y;
-		c[i].y_hi = y - h;
+		g->c[i].y_lo = y;
+		g->c[i].y_hi = y - h;
 		y -= h + brk;
 	}
+}
+
+/* the title and the fragmentation reading */
+static void svg_header(struct svg *g, const char *title, const struct frag_stats *fs, uint64_t fs_ts)
+{
+	FILE *f = g->f;
+	uint64_t tmin = g->tmin;
+	struct sbuf sb = g->sb;
+	char b1[32];
+	char b2[32];
+	char line[512];
 
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
@@ -283,6 +296,20 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 		}
 		sb_reset(&sb);
 	}
+	g->sb = sb;
+}
+
+/* the plot frame, each cluster's band and address labels */
+static void svg_clusters(struct svg *g)
+{
+	FILE *f = g->f;
+	const struct cluster *c = g->c;
+	size_t nc = g->nc;
+	const double W = g->W;
+	const double H = g->H;
+	double brk = g->brk;
+	char b1[32];
+
 	/* plot frame */
 	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" "
 		   "fill=\"#f7f7f7\" stroke=\"#888888\"/>\n", PL, PT, W, H);
@@ -305,6 +332,21 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 				PL, c[i].y_hi - brk / 2, PL + W, c[i].y_hi - brk / 2,
 				fmt_bytes(c[i + 1].lo - c[i].hi, b1, sizeof(b1)));
 	}
+}
+
+/* one bar per allocation, coloured by its stack */
+static void svg_bars(struct svg *g, const struct stacktab *st)
+{
+	FILE *f = g->f;
+	const struct timeline *t = g->t;
+	const struct cluster *c = g->c;
+	size_t nc = g->nc;
+	const double W = g->W;
+	uint64_t tmin = g->tmin;
+	uint64_t tmax = g->tmax;
+	struct sbuf sb = g->sb;
+	char b1[32];
+
 	/* bars */
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct tl_rec *r = &t->r[i];
@@ -336,6 +378,20 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 			(double)(r->t0 - tmin) / 1e9, r->t1 ? "freed" : "never freed",
 			sb.len ? " at " : "", sb_str(&sb));
 	}
+	g->sb = sb;
+}
+
+/* failed allocations, in red */
+static void svg_failed(struct svg *g)
+{
+	FILE *f = g->f;
+	const struct timeline *t = g->t;
+	const double W = g->W;
+	const double H = g->H;
+	uint64_t tmin = g->tmin;
+	uint64_t tmax = g->tmax;
+	char b1[32];
+
 	/* failed allocations, in red */
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct tl_rec *r = &t->r[i];
@@ -351,14 +407,25 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 			   "<title>failed allocation of %s at %.3f s</title></path>\n",
 			x, PT - 8, fmt_bytes(r->size, b1, sizeof(b1)),
 			(double)(r->t0 - tmin) / 1e9);
-		if (nfail < 12)
+		if (g->nfail < 12)
 			fprintf(f, "<text x=\"%.1f\" y=\"%d\" fill=\"#e00000\" "
 				   "font-size=\"11\" text-anchor=\"%s\">failed: %s</text>\n",
-				x + (x > PL + W - 150 ? -8 : 8), PT - 10 - 12 * (int)(nfail % 3),
+				x + (x > PL + W - 150 ? -8 : 8), PT - 10 - 12 * (int)(g->nfail % 3),
 				x > PL + W - 150 ? "end" : "start",
 				fmt_bytes(r->size, b1, sizeof(b1)));
-		nfail++;
+		g->nfail++;
 	}
+}
+
+/* the moment of the worst fragmentation */
+static void svg_worst(struct svg *g, const struct frag_stats *fs, uint64_t fs_ts)
+{
+	FILE *f = g->f;
+	const double W = g->W;
+	const double H = g->H;
+	uint64_t tmin = g->tmin;
+	uint64_t tmax = g->tmax;
+
 	/* the moment of the worst fragmentation */
 	if (fs && fs_ts && fs_ts >= tmin && fs_ts <= tmax) {
 		double x = PL + W * (double)(fs_ts - tmin) / (double)(tmax - tmin);
@@ -373,6 +440,16 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 			x + (x > PL + W - 120 ? -4 : 4), PT + 12,
 			x > PL + W - 120 ? "end" : "start", fs->score);
 	}
+}
+
+/* the time axis and the address axis's label */
+static void svg_axis(struct svg *g)
+{
+	FILE *f = g->f;
+	const double W = g->W;
+	const double H = g->H;
+	double span_s = g->span_s;
+
 	/* time axis */
 	{
 		double step = nice_step(span_s, 10);
@@ -391,6 +468,15 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 			   "text-anchor=\"middle\">device address (never-used ranges "
 			   "collapsed)</text>\n", PT + H / 2, PT + H / 2);
 	}
+}
+
+/* the legend */
+static void svg_legend(struct svg *g)
+{
+	FILE *f = g->f;
+	const struct timeline *t = g->t;
+	const double H = g->H;
+
 	/* legend */
 	{
 		double ly = PT + H + 62;
@@ -407,7 +493,7 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 		fprintf(f, "<line x1=\"%d\" y1=\"%.0f\" x2=\"%d\" y2=\"%.0f\" "
 			   "stroke=\"#e00000\" stroke-width=\"1.5\" stroke-dasharray=\"4,3\"/>"
 			   "<text x=\"%d\" y=\"%.0f\">failed allocation (%u)</text>\n",
-			PL, ly + 31, PL + 22, ly + 31, PL + 30, ly + 36, nfail);
+			PL, ly + 31, PL + 22, ly + 31, PL + 30, ly + 36, g->nfail);
 		fprintf(f, "<text x=\"%d\" y=\"%.0f\">white space inside a band at a "
 			   "given time = free holes between live allocations</text>\n",
 			PL, ly + 56);
@@ -416,9 +502,32 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 				   " later allocations not drawn (timeline_max "
 				   "reached)</text>\n", PL, ly + 74, t->dropped);
 	}
+}
+
+int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
+		 uint64_t t_end, const struct stacktab *st,
+		 const struct frag_stats *fs, uint64_t fs_ts)
+{
+	struct svg g = { .f = f, .t = t, .W = SVG_W - PL - PR, .H = SVG_H - PT - PB };
+
+	g.nc = build_clusters(t, &g.c);
+	g.tmin = t->t_first;
+	g.tmax = t_end > t->t_last ? t_end : t->t_last;
+	if (g.tmax <= g.tmin)
+		g.tmax = g.tmin + 1000000; /* 1 ms: a picture of one instant */
+	g.span_s = (double)(g.tmax - g.tmin) / 1e9;
+	sb_init(&g.sb);
+	svg_layout(&g);
+	svg_header(&g, title, fs, fs_ts);
+	svg_clusters(&g);
+	svg_bars(&g, st);
+	svg_failed(&g);
+	svg_worst(&g, fs, fs_ts);
+	svg_axis(&g);
+	svg_legend(&g);
 	fprintf(f, "</svg>\n");
-	free(c);
-	sb_free(&sb);
+	free(g.c);
+	sb_free(&g.sb);
 	return ferror(f) ? -EIO : 0;
 }
 

@@ -195,4 +195,10 @@ const char *gpu_copy_kind_name(unsigned kind);
 const char *gpu_copy_kind_label(unsigned kind); /* "h2d" */
 const char *gpu_sync_type_name(unsigned type);
 
+/* gpu_env.c: the injection library's path (next to this plugin's file)
+ * and the job's environment; gpu_set_env returns 0 when the library goes
+ * in, 1 when not (no job: said once), or -errno. */
+int gpu_library_path(struct gpu_plugin *g, char *out, size_t len);
+int gpu_set_env(struct gpu_plugin *g, const char *lib);
+
 #endif

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda probe, user side: what runs on the timer and at a process's exit: launch counts and
+ * function-table statistics copied from the BPF maps into the metrics,
+ * the per-process report, forgetting processes that are gone.
+ */
+#include "cuda_plugin.h"
+
+/* ------------------------------------------------------------------ */
+/* Periodic: launch counts and function-table statistics               */
+/* ------------------------------------------------------------------ */
+
+/* Copy launch counts into the metrics; only_pid != 0 limits to one process.
+ * With `top`, collects that process's counts for the report. */
+void sync_launches(struct cuda *c, uint32_t only_pid,
+			  struct nt_cuda_kcount **top, size_t *ntop)
+{
+	int fd = bpf_map__fd(c->skel->maps.launches);
+	struct nt_cuda_launch_key key, next;
+	void *prev = NULL;
+	size_t cap = 0;
+
+	if (top) {
+		*top = NULL;
+		*ntop = 0;
+	}
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		uint64_t cnt = 0;
+		struct lcount *lc;
+
+		key = next;
+		prev = &key;
+		if (only_pid && key.tgid != only_pid)
+			continue;
+		if (bpf_map_lookup_elem(fd, &key, &cnt) != 0)
+			continue;
+		lc = lc_get(c, &key);
+		if (!lc)
+			continue;
+		cnt += slot_count(c, lc);
+		{
+			int layer = nt_cuda_api_layer(key.api);
+			const char *name = nt_cuda_kernel_name(&c->st, key.tgid,
+							       layer, key.func);
+			char unk[40];
+			struct nt_cuda_proc *p;
+
+			if (!name[0]) {
+				snprintf(unk, sizeof(unk), "0x%" PRIx64, key.func);
+				name = unk;
+			}
+			if (cnt > lc->count) {
+				const char *lv[] = { pid_s(c, key.tgid), name };
+
+				c->host->metric_add(c->m[M_LAUNCH], lv,
+						    (double)(cnt - lc->count));
+				p = nt_cuda_proc_get(&c->st, key.tgid);
+				if (p)
+					p->tot.launches += cnt - lc->count;
+				lc->count = cnt;
+			}
+			if (top) {
+				size_t i;
+
+				/* merge equal names (runtime and driver handles) */
+				for (i = 0; i < *ntop; i++)
+					if (!strcmp((*top)[i].name, name))
+						break;
+				if (i == *ntop) {
+					if (*ntop == cap) {
+						size_t ncap = cap ? cap * 2 : 32;
+						struct nt_cuda_kcount *t =
+							realloc(*top, ncap * sizeof(**top));
+
+						if (!t)
+							continue;
+						*top = t;
+						cap = ncap;
+					}
+					(*top)[i].name = strdup(name);
+					(*top)[i].count = 0;
+					if (!(*top)[i].name)
+						continue;
+					(*ntop)++;
+				}
+				(*top)[i].count += cnt;
+			}
+		}
+	}
+}
+
+void sync_fns(struct cuda *c, uint32_t only_pid)
+{
+	int fd = bpf_map__fd(c->skel->maps.fnstats);
+	struct nt_cuda_fn_key key, next;
+	void *prev = NULL;
+
+	if (!c->nfns)
+		return;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		struct nt_cuda_fn_stats s;
+		struct fcount *fc;
+		const struct fn_entry *fe;
+
+		key = next;
+		prev = &key;
+		if ((only_pid && key.tgid != only_pid) || key.fn >= c->nfns)
+			continue;
+		if (bpf_map_lookup_elem(fd, &key, &s) != 0)
+			continue;
+		fc = fc_get(c, &key);
+		if (!fc || s.count == fc->st.count)
+			continue;
+		fe = &c->fns[key.fn];
+		const char *lv[] = { pid_s(c, key.tgid), fe->library, fe->symbol };
+		c->host->metric_add(c->m[M_CALLS], lv, (double)(s.count - fc->st.count));
+		if (s.slow > fc->st.slow)
+			c->host->metric_add(c->m[M_SLOW], lv, (double)(s.slow - fc->st.slow));
+		c->host->metric_hist_set(c->m[M_CALL_SEC], lv, s.buckets,
+					 (double)s.sum_ns / 1e9);
+		fc->st = s;
+	}
+}
+
+int cmp_kcount(const void *a, const void *b)
+{
+	const struct nt_cuda_kcount *x = a, *y = b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+/* Delete a process's launch counters from the BPF map (and our copy). */
+void forget_launch_keys(struct cuda *c, uint32_t pid)
+{
+	int fd = bpf_map__fd(c->skel->maps.launches);
+	struct nt_cuda_launch_key key, next;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		if (key.tgid == pid) {
+			struct lcount *lc = lc_get(c, &key);
+
+			bpf_map_delete_elem(fd, &key);
+			if (lc) {
+				if (lc->slot >= 0 && c->lslots) {
+					struct nt_cuda_lslot *ls = &c->lslots[lc->slot];
+
+					__atomic_store_n(&ls->tgid, 0, __ATOMIC_RELEASE);
+					__atomic_store_n(&ls->func, 0, __ATOMIC_RELAXED);
+					__atomic_store_n(&ls->count, 0, __ATOMIC_RELAXED);
+					lc->slot = -1;
+				}
+				lc->count = 0;
+			}
+			continue; /* restart from the same prev */
+		}
+		prev = &key;
+	}
+}
+
+/* A traced process exited: final counts, report, forget it. */
+void proc_gone(struct cuda *c, uint32_t pid)
+{
+	struct nt_cuda_kcount *top = NULL;
+	size_t ntop = 0;
+	struct nt_cuda_proc *p;
+
+	if (c->rb)
+		ring_buffer__consume(c->rb);
+	sync_launches(c, pid, &top, &ntop);
+	sync_fns(c, pid);
+	p = nt_cuda_proc_find(&c->st, pid);
+	if (p && c->cfg->report) {
+		char *text;
+
+		if (ntop > 1) /* qsort's array must not be NULL (UBSan) */
+			qsort(top, ntop, sizeof(*top), cmp_kcount);
+		text = nt_cuda_report_text(p, top, ntop);
+		if (text) {
+			struct nt_cuda_rec *r = &c->rec[0];
+			struct nt_cuda_report *e;
+
+			memset(r->u.bytes, 0, sizeof(*e));
+			e = (void *)r->u.bytes;
+			e->hdr.type = (uint32_t)c->types[NT_CUDA_EVT_REPORT];
+			e->hdr.size = sizeof(*e);
+			e->hdr.ts_ns = nt_clock_mono_ns();
+			e->hdr.pid = pid;
+			e->hdr.tid = pid;
+			memcpy(e->hdr.comm, p->comm, NT_COMM_LEN);
+			e->cgroup_id = p->cgroup_id;
+			e->subject_pid = pid;
+			nt_cuda_rec_str(r, &e->text, text, strlen(text));
+			c->host->publish(c->inst, &r->u.hdr);
+			free(text);
+		}
+	}
+	for (size_t i = 0; i < ntop; i++)
+		free((char *)top[i].name);
+	free(top);
+	/* Its gauges go DEAD_TICKS ticks later (so every export sees their
+	 * final value once), its counters stay. */
+	if (p) {
+		p->dead = true;
+		p->dead_tick = c->tick;
+	}
+	forget_launch_keys(c, pid);
+}
+
+/* Forget processes that exited DEAD_TICKS ticks ago. */
+void reap_dead(struct cuda *c, bool all)
+{
+	for (size_t i = 0; i < c->st.capprocs; i++) {
+		struct nt_cuda_proc *p = c->st.procs[i];
+		uint32_t pid;
+
+		if (!p || !p->dead || (!all && c->tick - p->dead_tick < DEAD_TICKS))
+			continue;
+		pid = p->pid;
+		for (size_t k = 0; k < p->noutst; k++) {
+			char dev[12];
+
+			snprintf(dev, sizeof(dev), "%d", p->outst[k].device);
+			const char *lv[] = { pid_s(c, pid), dev,
+					     mem_kind_label(p->outst[k].kind) };
+			c->host->metric_remove(c->m[M_DEVBYTES], lv);
+		}
+		nt_cuda_proc_drop(&c->st, pid);
+		i = (size_t)-1; /* the table moved: start over */
+	}
+}
