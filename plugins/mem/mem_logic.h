@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mem probe: the parts that need no kernel, compiled into mem.so and into
- * tests/unit/test_mem.c. Attach-point choice from the first instructions of
- * a function, the C library's path from /proc/PID/maps or `ldconfig -p`,
- * ELF symbol lookup, grouping of outstanding allocations by stack, the
- * per-process stack-text cache and the report text.
+ * tests/unit/test_mem.c, one file each: allocator names (mem_fns.c),
+ * attach-point choice from the first instructions of a function
+ * (mem_insn.c), the C library's path from maps or `ldconfig -p`
+ * (mem_libcname.c), ELF symbol lookup (mem_elf.c), grouping of outstanding
+ * allocations by stack (mem_groups.c), frame text (mem_frames.c), the
+ * per-process stack-text cache (mem_symcache.c) and the report text
+ * (mem_text.c).
  */
 #ifndef NTCORE_MEM_LOGIC_H
 #define NTCORE_MEM_LOGIC_H
@@ -13,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ntcore/kit/hmap.h"
 #include "ntcore/plugin.h"
 
 /* ---- allocator functions ---------------------------------------- */
@@ -85,6 +89,10 @@ void mem_choose_attach_isa(int isa, const uint8_t *code, size_t n,
 bool mem_is_libc_path(const char *path);
 /* First C library mapped in a /proc/PID/maps text; 0 or -ENOENT. */
 int mem_maps_find_libc(const char *maps, char *out, size_t outlen);
+struct nt_map;
+/* 0 and its path in out when m maps a C library; -ENOENT when not;
+ * -ENAMETOOLONG when the path does not fit. */
+int mem_map_libc(const struct nt_map *m, char *out, size_t outlen);
 /* The libc.so.6 line of `ldconfig -p` output for this machine's ABI;
  * 0 or -ENOENT. */
 int mem_ldconfig_find_libc(const char *text, char *out, size_t outlen);
@@ -116,8 +124,7 @@ struct mem_group {
 };
 
 struct mem_groups {
-	struct mem_group *slots; /* open addressing; count == 0 is empty */
-	size_t n, cap;
+	struct nt_hmap map; /* struct mem_group by (tgid, stack_id, kind) */
 };
 
 void mem_groups_init(struct mem_groups *g);
@@ -165,8 +172,7 @@ struct mem_stack_text {
 };
 
 struct mem_symcache {
-	struct mem_stack_text *slots; /* open addressing; text NULL is empty */
-	size_t n, cap;
+	struct nt_hmap map; /* struct mem_stack_text by (tgid, stack_id) */
 };
 
 void mem_symcache_init(struct mem_symcache *c);

@@ -2,6 +2,8 @@
 /* sched probe: pure user-side logic (see sched_logic.h). */
 #include "sched_logic.h"
 
+#include "ntcore/kit/sb.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,120 +55,62 @@ bool sched_totals_advance(struct sched_totals *last,
 
 /* ---- table --------------------------------------------------------- */
 
-static size_t slot_of(const struct sched_map *m, uint32_t key)
-{
-	return (size_t)((key * 2654435761u) & (m->nb - 1));
-}
-
+/* The kit's map with 4-byte keys and pointer values: the threads and
+ * processes themselves are allocated apart, so pointers to them stay
+ * valid while the table grows. */
 int sched_map_init(struct sched_map *m, size_t hint)
 {
-	size_t nb = 16;
-
-	while (nb < hint)
-		nb <<= 1;
-	m->b = calloc(nb, sizeof(*m->b));
-	if (!m->b)
-		return -ENOMEM;
-	m->nb = nb;
-	m->n = 0;
-	return 0;
+	(void)hint; /* the kit's map sizes itself on the first put */
+	return nt_hmap_init(&m->map, sizeof(uint32_t), sizeof(void *), 0);
 }
 
 void *sched_map_get(const struct sched_map *m, uint32_t key)
 {
-	for (struct sched_map_ent *e = m->b[slot_of(m, key)]; e; e = e->next)
-		if (e->key == key)
-			return e->val;
-	return NULL;
-}
+	void **v = nt_hmap_get(&m->map, &key);
 
-static void grow(struct sched_map *m)
-{
-	struct sched_map old = *m;
-	struct sched_map_ent **nb = calloc(old.nb * 2, sizeof(*nb));
-
-	if (!nb)
-		return; /* keep the longer chains */
-	m->b = nb;
-	m->nb = old.nb * 2;
-	for (size_t i = 0; i < old.nb; i++) {
-		struct sched_map_ent *e = old.b[i], *next;
-
-		for (; e; e = next) {
-			size_t s = slot_of(m, e->key);
-
-			next = e->next;
-			e->next = m->b[s];
-			m->b[s] = e;
-		}
-	}
-	free(old.b);
+	return v ? *v : NULL;
 }
 
 int sched_map_put(struct sched_map *m, uint32_t key, void *val)
 {
-	size_t s = slot_of(m, key);
-	struct sched_map_ent *e;
+	void **v = nt_hmap_put(&m->map, &key, NULL);
 
-	for (e = m->b[s]; e; e = e->next)
-		if (e->key == key) {
-			e->val = val;
-			return 0;
-		}
-	e = malloc(sizeof(*e));
-	if (!e)
+	if (!v)
 		return -ENOMEM;
-	e->key = key;
-	e->val = val;
-	e->next = m->b[s];
-	m->b[s] = e;
-	if (++m->n > m->nb * 2)
-		grow(m);
+	*v = val;
 	return 0;
 }
 
 void *sched_map_del(struct sched_map *m, uint32_t key)
 {
-	struct sched_map_ent **pp = &m->b[slot_of(m, key)];
+	void **v = nt_hmap_get(&m->map, &key);
+	void *val;
 
-	for (; *pp; pp = &(*pp)->next)
-		if ((*pp)->key == key) {
-			struct sched_map_ent *e = *pp;
-			void *val = e->val;
-
-			*pp = e->next;
-			free(e);
-			m->n--;
-			return val;
-		}
-	return NULL;
+	if (!v)
+		return NULL;
+	val = *v;
+	nt_hmap_del(&m->map, &key);
+	return val;
 }
 
 void sched_map_each(const struct sched_map *m, void (*fn)(void *val, void *arg),
 		    void *arg)
 {
-	for (size_t i = 0; i < m->nb; i++)
-		for (struct sched_map_ent *e = m->b[i]; e; e = e->next)
-			fn(e->val, arg);
+	struct nt_hmap_iter it;
+
+	nt_hmap_iter_init(&it, (struct nt_hmap *)&m->map);
+	while (nt_hmap_iter_next(&it))
+		fn(*(void **)it.val, arg);
 }
 
 void sched_map_fini(struct sched_map *m, void (*free_val)(void *val))
 {
-	if (!m->b)
-		return;
-	for (size_t i = 0; i < m->nb; i++) {
-		struct sched_map_ent *e = m->b[i], *next;
+	struct nt_hmap_iter it;
 
-		for (; e; e = next) {
-			next = e->next;
-			if (free_val)
-				free_val(e->val);
-			free(e);
-		}
-	}
-	free(m->b);
-	m->b = NULL;
-	m->nb = m->n = 0;
+	nt_hmap_iter_init(&it, &m->map);
+	while (free_val && nt_hmap_iter_next(&it))
+		free_val(*(void **)it.val);
+	nt_hmap_fini(&m->map);
 }
 
 /* ---- histogram ----------------------------------------------------- */
@@ -266,61 +210,45 @@ void sched_rows_sort(struct sched_row *rows, size_t n)
 		qsort(rows, n, sizeof(*rows), row_cmp);
 }
 
-struct out {
-	char *buf;
-	size_t cap, len;
-};
-
-__attribute__((format(printf, 2, 3))) static void put(struct out *o,
-						      const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	if (o->len + 1 >= o->cap)
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-	va_end(ap);
-	if (k < 0)
-		return;
-	o->len += (size_t)k;
-	if (o->len >= o->cap)
-		o->len = o->cap - 1;
-}
-
+/* The report is built whole in a builder of the kit's and copied into
+ * buf, cut to cap - 1 bytes when longer (the summary prints what fits). */
 size_t sched_report_format(char *buf, size_t cap, const struct sched_row *rows,
 			   size_t n, size_t top_n, const struct sched_hist *all,
 			   double elapsed_s, uint64_t threads_seen)
 {
-	struct out o = { buf, cap, 0 };
 	uint64_t waits = all ? sched_hist_count(all) : 0;
+	struct nt_sb o;
+	size_t len;
 
 	if (!cap)
 		return 0;
-	buf[0] = '\0';
-	put(&o, "sched: %llu threads seen in %.1f s",
-	    (unsigned long long)threads_seen, elapsed_s);
+	nt_sb_init(&o, 1u << 24);
+	nt_sb_printf(&o, "sched: %llu threads seen in %.1f s",
+		     (unsigned long long)threads_seen, elapsed_s);
 	if (waits)
-		put(&o, "; run-queue wait: %llu waits, avg %.1f us, p50 <= %.0f us, p99 <= %.0f us",
-		    (unsigned long long)waits,
-		    (double)all->sum_ns / (double)waits / 1e3,
-		    sched_hist_quantile(all, 0.50) * 1e6,
-		    sched_hist_quantile(all, 0.99) * 1e6);
-	put(&o, "\n%7s %7s %-16s %10s %10s %9s %9s %9s %7s\n", "PID", "TID",
-	    "COMM", "ONCPU_s", "OFFCPU_s", "RUNQ_us", "VCSW", "ICSW", "MIGR");
+		nt_sb_printf(&o, "; run-queue wait: %llu waits, avg %.1f us, p50 <= %.0f us, p99 <= %.0f us",
+			     (unsigned long long)waits,
+			     (double)all->sum_ns / (double)waits / 1e3,
+			     sched_hist_quantile(all, 0.50) * 1e6,
+			     sched_hist_quantile(all, 0.99) * 1e6);
+	nt_sb_printf(&o, "\n%7s %7s %-16s %10s %10s %9s %9s %9s %7s\n", "PID", "TID",
+		     "COMM", "ONCPU_s", "OFFCPU_s", "RUNQ_us", "VCSW", "ICSW", "MIGR");
 	for (size_t i = 0; i < n && i < top_n; i++) {
 		const struct sched_row *r = &rows[i];
 		double runq_avg = r->t.runq_n ? (double)r->t.runq_ns /
 							(double)r->t.runq_n / 1e3
 					      : 0;
 
-		put(&o, "%7u %7u %-16.16s %10.3f %10.3f %9.1f %9llu %9llu %7llu%s\n",
-		    r->pid, r->tid, r->comm, (double)r->t.on_ns / 1e9,
-		    (double)r->t.off_ns / 1e9, runq_avg,
-		    (unsigned long long)r->t.vol,
-		    (unsigned long long)r->t.invol,
-		    (unsigned long long)r->t.migr, r->exited ? " (exited)" : "");
+		nt_sb_printf(&o, "%7u %7u %-16.16s %10.3f %10.3f %9.1f %9llu %9llu %7llu%s\n",
+			     r->pid, r->tid, r->comm, (double)r->t.on_ns / 1e9,
+			     (double)r->t.off_ns / 1e9, runq_avg,
+			     (unsigned long long)r->t.vol,
+			     (unsigned long long)r->t.invol,
+			     (unsigned long long)r->t.migr, r->exited ? " (exited)" : "");
 	}
-	return o.len;
+	len = o.len < cap ? o.len : cap - 1;
+	memcpy(buf, nt_sb_str(&o), len);
+	buf[len] = '\0';
+	nt_sb_fini(&o);
+	return len;
 }

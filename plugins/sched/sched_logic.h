@@ -8,6 +8,7 @@
 #ifndef NTCORE_SCHED_LOGIC_H
 #define NTCORE_SCHED_LOGIC_H
 
+#include "ntcore/kit/hmap.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,18 +36,10 @@ bool sched_totals_advance(struct sched_totals *last,
 			  const struct sched_totals *cur,
 			  struct sched_totals *delta);
 
-/* ---- u32 -> pointer table (chained, grows) ------------------------ */
-
-struct sched_map_ent {
-	uint32_t key;
-	void *val;
-	struct sched_map_ent *next;
-};
+/* ---- u32 -> pointer table (the kit's hash map, typed) ------------- */
 
 struct sched_map {
-	struct sched_map_ent **b;
-	size_t nb; /* power of two */
-	size_t n;
+	struct nt_hmap map; /* uint32_t key -> void * value */
 };
 
 int sched_map_init(struct sched_map *m, size_t hint);

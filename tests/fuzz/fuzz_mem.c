@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer: the mem probe's ring-buffer callback (on_record: published
- * events, OOM kills, and the internal stack/exec/exit/fork records) on
- * records of arbitrary bytes. The plugin's source is compiled in; init
- * builds the state with the fuzz host. The BPF object is opened (parsed,
- * never loaded), so map lookups fail as they would for a vanished entry,
- * and pids are moved to numbers no process has. */
+/* libFuzzer: the mem probe's ring-buffer callback (mem_on_record in
+ * mem_ring.c: published events, OOM kills, and the internal
+ * stack/exec/exit/fork records) on records of arbitrary bytes. The plugin's
+ * sources are compiled in (mem.c included here for its descriptor, the
+ * other files linked); init builds the state with the fuzz host. The BPF
+ * object is opened (parsed, never loaded), so map lookups fail as they
+ * would for a vanished entry, and pids are moved to numbers no process has. */
 #include "../../plugins/mem/mem.c"
 
 #include "fuzz_host.h"
@@ -25,7 +26,7 @@ static void one(void *state, void *rec, size_t len)
 	struct mem_state *st = state;
 
 	st->sym_budget = 64; /* as each poll grants */
-	on_record(state, rec, len);
+	mem_on_record(state, rec, len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

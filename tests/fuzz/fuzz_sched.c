@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer: the sched probe's ring-buffer callback (on_ring: thread exit
- * records, published events) on records of arbitrary bytes. The plugin's
- * source is compiled in; init builds the state with the fuzz host. */
+/* libFuzzer: the sched probe's ring-buffer callback (sched_on_ring in
+ * sched_ring.c: thread exit records, published events) on records of
+ * arbitrary bytes. The plugin's sources are compiled in (sched.c included
+ * here for its descriptor, the other files linked); init builds the state
+ * with the fuzz host. */
 #include "../../plugins/sched/sched.c"
 
 #include "fuzz_host.h"
@@ -12,7 +14,7 @@ static void one(void *state, void *rec, size_t len)
 
 	st->ring_budget = 1u << 30; /* as ring_drain sets it */
 	st->ring_n = 0;
-	on_ring(state, rec, len);
+	sched_on_ring(state, rec, len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

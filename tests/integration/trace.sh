@@ -39,6 +39,7 @@ ntcore() { # NAME ARGS...: ntcore -c $T/NAME.conf ARGS, output in $T/NAME.out
 # ---- 1. the fixture scenario ------------------------------------------
 mkdir -p "$T/s1"
 cat > "$T/s1.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; launches = 12; },
   { plugin = "trace"; dir = "$T/s1"; prefix = "pf"; counters = [ "ntcore_gpufx_*" ];
@@ -58,6 +59,7 @@ FX=$B/plugins/cuda
 if [ -x "$FX/cuda_workload" ] && [ -f "$B/plugins/cuda/cuda.so" ]; then
 	mkdir -p "$T/s2"
 	cat > "$T/s2.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "cuda"; launch_layer = "runtime"; launch_events = true; enter_events = true;
     stacks = true; },
@@ -82,6 +84,7 @@ fi
 if [ -f "$FX/cuda_gpu.so" ] && [ -x "$FX/cuda_gpu_workload" ]; then
 	mkdir -p "$T/g"
 	cat > "$T/g.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "cuda"; launch_events = true; stacks = true; },
   { plugin = "cuda_gpu"; api_records = true; kinds = [ "kernel", "memcpy", "memset", "sync" ]; },
@@ -102,6 +105,7 @@ fi
 if [ -f "$B/plugins/sched/sched.so" ]; then
 	mkdir -p "$T/sc"
 	cat > "$T/sc.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "sched"; switch_events = true; },
   { plugin = "trace"; dir = "$T/sc"; prefix = "sc"; report = false; }
@@ -115,6 +119,7 @@ fi
 # ---- 3. rotation --------------------------------------------------------
 mkdir -p "$T/s3"
 cat > "$T/s3.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; mode = "busy"; rate = 20000; },
   { plugin = "trace"; dir = "$T/s3"; prefix = "rot"; max_file_mb = 1; max_files = 3;

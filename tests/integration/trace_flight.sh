@@ -51,6 +51,7 @@ PY
 # ---- 1. an alert dumps ---------------------------------------------------
 mkdir -p "$T/a"
 cat > "$T/a.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; },
   { plugin = "trace"; mode = "flight"; dir = "$T/a"; prefix = "fr"; dump_delay_ms = 100;
@@ -68,6 +69,7 @@ echo "ok - an alert writes the recorder (trace + report), exact content; the exi
 # ---- 2. rate limit ------------------------------------------------------------
 mkdir -p "$T/r"
 cat > "$T/r.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; mode = "busy"; rate = 1000; alert_every_ms = 300; },
   { plugin = "trace"; mode = "flight"; dir = "$T/r"; prefix = "rl"; dump_delay_ms = 0;
@@ -86,6 +88,7 @@ echo "ok - rate limit: 1 alert dump, $rl rate-limited (counted), 1 at exit"
 # ---- 3. SIGUSR1 -----------------------------------------------------------------
 mkdir -p "$T/u"
 cat > "$T/u.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; mode = "busy"; rate = 5000; },
   { plugin = "trace"; mode = "flight"; dir = "$T/u"; prefix = "us"; window_s = 2; }
@@ -119,6 +122,7 @@ ${CC:-cc} -std=gnu11 -O1 -g -fno-omit-frame-pointer -rdynamic -I"$FX_INC" \
 	-Wl,-rpath,"$FIX" -lpthread || fail "hang: cannot build the workload"
 mkdir -p "$T/h"
 cat > "$T/h.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "cuda"; enter_events = true; launch_events = true; },
   { plugin = "cuda_hang"; timeout_ms = 1500; interval_ms = 250; },
@@ -136,6 +140,7 @@ echo "ok - planted hang: the alert's dump ends with the blocked cudaMemcpy, unfi
 # ---- 5. memory bound over a busy run ----------------------------------------
 mkdir -p "$T/m"
 cat > "$T/m.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; mode = "busy"; rate = 20000; },
   { plugin = "trace"; mode = "flight"; dir = "$T/m"; prefix = "mem"; window_s = 3600;

@@ -87,6 +87,7 @@ PY
 
 mkdir -p "$T/s"
 cat > "$T/s.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; },
   { plugin = "trace"; dir = "$T/s"; prefix = "scenario"; format = "json"; report = false;
@@ -97,6 +98,7 @@ ntcore s -d 1
 import scenario "$(ls "$T"/s/scenario-*.json)"
 mkdir -p "$T/b"
 cat > "$T/b.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; mode = "busy"; rate = 5000; },
   { plugin = "trace"; dir = "$T/b"; prefix = "busy"; format = "json"; report = false; }
@@ -109,6 +111,7 @@ FX=$B/plugins/cuda
 [ -x "$FX/cuda_workload" ] || fail "the fixture CUDA workload is needed (CUDA toolkit headers)"
 mkdir -p "$T/c"
 cat > "$T/c.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "cuda"; launch_layer = "runtime"; launch_events = true; enter_events = true; },
   { plugin = "trace"; dir = "$T/c"; prefix = "cuda"; format = "json"; report = false; }

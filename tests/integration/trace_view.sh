@@ -55,6 +55,7 @@ page() {
 # ---- the fixture scenario -------------------------------------------------
 mkdir -p "$T/s"
 cat > "$T/s.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "trace_gpufx"; },
   { plugin = "trace"; dir = "$T/s"; counters = [ "ntcore_gpufx_*" ];
@@ -99,6 +100,7 @@ FX=$B/plugins/cuda
 	fail "the fixture CUDA workload and cuda_errors are needed (CUDA toolkit headers)"
 mkdir -p "$T/c"
 cat > "$T/c.conf" <<CONF
+ntcore = { identity_labels = [ "declared" ]; };
 plugins = (
   { plugin = "cuda"; launch_layer = "runtime"; launch_events = true; stacks = true; },
   { plugin = "cuda_errors"; },

@@ -336,7 +336,7 @@ START_TEST(test_groups)
 	mem_groups_add(&g, 7, 2, MEM_KIND_HEAP, 64 * 16, 16, 10);
 	mem_groups_add(&g, 7, 3, MEM_KIND_MMAP, 1 << 20, 1, 10);
 	mem_groups_add(&g, 8, 3, MEM_KIND_HEAP, 1, 1, 10);
-	ck_assert_uint_eq(g.n, 5);
+	ck_assert_uint_eq(nt_hmap_count(&g.map), 5);
 
 	ck_assert_uint_eq(mem_groups_top(&g, 7, top, 3, &total), 3);
 	ck_assert_uint_eq(total, 4);
@@ -412,9 +412,9 @@ START_TEST(test_symcache)
 	mem_symcache_put(&c, 1, 7, "new", "g", false);
 	ck_assert_str_eq(mem_symcache_get(&c, 1, 7)->text, "new");
 	ck_assert(!mem_symcache_get(&c, 1, 7)->incomplete);
-	ck_assert_uint_eq(c.n, 300);
+	ck_assert_uint_eq(nt_hmap_count(&c.map), 300);
 	mem_symcache_forget(&c, 1);
-	ck_assert_uint_eq(c.n, 200);
+	ck_assert_uint_eq(nt_hmap_count(&c.map), 200);
 	ck_assert_ptr_null(mem_symcache_get(&c, 1, 7));
 	ck_assert_str_eq(mem_symcache_get(&c, 0, 3)->text, "t3");
 	mem_symcache_free(&c);

@@ -468,23 +468,23 @@ START_TEST(test_map)
 		vals[i] = (int)i;
 		ck_assert_int_eq(sched_map_put(&m, i * 7 + 1, &vals[i]), 0);
 	}
-	ck_assert_uint_eq(m.n, 20000);
-	ck_assert_uint_ge(m.nb, 8192);
+	ck_assert_uint_eq(nt_hmap_count(&m.map), 20000);
+	ck_assert_uint_ge(m.map.cap, 8192);
 	for (uint32_t i = 0; i < 20000; i++)
 		ck_assert_ptr_eq(sched_map_get(&m, i * 7 + 1), &vals[i]);
 	ck_assert_ptr_null(sched_map_get(&m, 3));
 	/* Replace keeps the count. */
 	ck_assert_int_eq(sched_map_put(&m, 1, &vals[5]), 0);
-	ck_assert_uint_eq(m.n, 20000);
+	ck_assert_uint_eq(nt_hmap_count(&m.map), 20000);
 	ck_assert_ptr_eq(sched_map_get(&m, 1), &vals[5]);
 	for (uint32_t i = 0; i < 20000; i += 2)
 		ck_assert_ptr_nonnull(sched_map_del(&m, i * 7 + 1));
 	ck_assert_ptr_null(sched_map_del(&m, 1));
-	ck_assert_uint_eq(m.n, 10000);
+	ck_assert_uint_eq(nt_hmap_count(&m.map), 10000);
 	ck_assert_ptr_null(sched_map_get(&m, 2 * 7 + 1));
 	ck_assert_ptr_eq(sched_map_get(&m, 3 * 7 + 1), &vals[3]);
 	sched_map_fini(&m, NULL);
-	ck_assert_ptr_null(m.b);
+	ck_assert_ptr_null(m.map.slots);
 }
 END_TEST
 
