@@ -94,6 +94,9 @@ uint64_t nt_sinkq_dropped(const struct nt_sinkq *q);
 /* Bytes of the ring in use now and at most so far (any thread). */
 size_t nt_sinkq_used(const struct nt_sinkq *q);
 size_t nt_sinkq_high_water(const struct nt_sinkq *q);
+/* Bytes from the ring's start that were ever written: the part of the
+ * ring that is resident (loop thread). */
+size_t nt_sinkq_touched(const struct nt_sinkq *q);
 bool nt_sinkq_running(const struct nt_sinkq *q);
 /* CLOCK_MONOTONIC ns at the end of the thread's first and last batch of
  * events (0 before any); read once the thread ended. */

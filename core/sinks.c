@@ -168,10 +168,10 @@ void nt_sink_stop(struct nt_instance *inst)
 		uint64_t first, last;
 		nt_sinkq_window(inst->q, &first, &last);
 		nt_log(NT_LOG_DEBUG, inst->prefix,
-		       "its thread consumed %llu events from %llu to %llu ns (CLOCK_MONOTONIC); at most %zu KiB queued",
+		       "its thread consumed %llu events from %llu to %llu ns (CLOCK_MONOTONIC); at most %zu KiB queued, %zu KiB of its ring touched",
 		       (unsigned long long)nt_sinkq_delivered(inst->q),
 		       (unsigned long long)first, (unsigned long long)last,
-		       nt_sinkq_high_water(inst->q) >> 10);
+		       nt_sinkq_high_water(inst->q) >> 10, nt_sinkq_touched(inst->q) >> 10);
 	}
 }
 

@@ -2,7 +2,9 @@
 #include "symbolize.h"
 
 #include "clock.h"
+#include "debuginfo.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* From the C++ runtime (libstdc++), callable from C. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
-			    int *status);
 
 #define CACHE_MAX 65536
 #define REFRESH_NS 100000000ull /* re-read the maps at most every 100 ms */
@@ -52,7 +51,7 @@ struct nt_sym_proc {
 
 static const Dwfl_Callbacks proc_callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = nt_find_debuginfo_local, /* no debuginfod (debuginfo.h) */
 };
 
 void nt_symbolizer_init(struct nt_symbolizer *s)
@@ -96,6 +95,8 @@ void nt_symbolizer_fini(struct nt_symbolizer *s)
 {
 	for (int i = 0; i < NT_SYM_PROCS; i++)
 		proc_free(s->procs[i]);
+	if (s->cxx_lib)
+		dlclose(s->cxx_lib);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -297,20 +298,34 @@ static struct nt_sym_proc *proc_get(struct nt_symbolizer *s, uint32_t pid)
 	return p;
 }
 
-static char *demangle(const char *name)
+/* libstdc++'s __cxa_demangle, looked up once (struct nt_symbolizer). */
+static void load_demangler(struct nt_symbolizer *s)
+{
+	s->cxx_tried = true;
+	s->cxx_lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+	if (s->cxx_lib)
+		*(void **)&s->cxa_demangle = dlsym(s->cxx_lib, "__cxa_demangle");
+}
+
+static char *demangle(struct nt_symbolizer *s, const char *name)
 {
 	int status = -1;
 	char *out = NULL;
 
-	if (name && name[0] == '_' && name[1] == 'Z')
-		out = __cxa_demangle(name, NULL, NULL, &status);
+	if (name && name[0] == '_' && name[1] == 'Z') {
+		if (!s->cxx_tried)
+			load_demangler(s);
+		if (s->cxa_demangle)
+			out = s->cxa_demangle(name, NULL, NULL, &status);
+	}
 	if (status == 0 && out)
 		return out;
 	free(out);
 	return name ? strdup(name) : NULL;
 }
 
-static void resolve(struct nt_sym_proc *p, uint64_t addr, struct sym_entry *e)
+static void resolve(struct nt_symbolizer *s, struct nt_sym_proc *p,
+		    uint64_t addr, struct sym_entry *e)
 {
 	Dwfl_Module *mod = module_at(p, addr);
 	GElf_Off offset = 0;
@@ -344,7 +359,7 @@ static void resolve(struct nt_sym_proc *p, uint64_t addr, struct sym_entry *e)
 			e->offset = rel;
 		return;
 	}
-	e->name = demangle(name);
+	e->name = demangle(s, name);
 	e->offset = offset;
 	e->err = e->name ? 0 : -ENOMEM;
 	Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
@@ -405,7 +420,7 @@ int nt_symbolize(struct nt_symbolizer *s, uint32_t pid, uint64_t addr,
 	if (!fresh && e->no_module)
 		proc_refresh(p, false);
 	if (fresh || (e->no_module && e->gen != p->maps_gen)) {
-		resolve(p, addr, e);
+		resolve(s, p, addr, e);
 		p->n += fresh;
 	}
 	out->name = e->name;

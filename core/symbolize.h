@@ -20,6 +20,12 @@ struct nt_sym_proc;
 struct nt_symbolizer {
 	struct nt_sym_proc *procs[NT_SYM_PROCS];
 	uint64_t clock; /* for least-recently-used eviction */
+	/* The C++ runtime's demangler, loaded at the first C++ name: linking
+	 * libstdc++ cost 1.1 MB of RSS (it and libm, libgcc_s) in every run,
+	 * most of which never meets a C++ symbol. Owned: dlclose at fini. */
+	void *cxx_lib;
+	char *(*cxa_demangle)(const char *mangled, char *buf, size_t *len, int *status);
+	bool cxx_tried;
 };
 
 void nt_symbolizer_init(struct nt_symbolizer *s);

@@ -7,6 +7,7 @@
 #   . .device/env.sh; tests/gpu/cuda_validate.sh .device "$OUT"
 #   . .device/env.sh; tests/gpu/cupti.sh .device "$OUT"
 #   . .device/env.sh; tests/gpu/trace.sh .device "$OUT"
+#   (ALL=1) . .device/env.sh; bash tests/gpu/overhead.sh .device "$OUT"
 set -euo pipefail
 B=${1:-/tmp/gpubuild}
 S=$(mktemp -d /tmp/gpubundle.XXXXXX)

@@ -2,6 +2,7 @@
  * when full, posted work after the events before it, stop delivering all. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,34 @@ START_TEST(all_in_order)
 }
 END_TEST
 
+/* A steady trickle: every batch pushes and commits, the sink keeps up, so
+ * the ring is empty whenever a batch starts and is reused from its start:
+ * only the first REWIND_AT bytes or so are ever touched (before: the ring
+ * never rewound while every loop iteration pushed, and walked all of it). */
+START_TEST(steady_trickle_stays_small)
+{
+	struct consumer c = {.gate = PTHREAD_MUTEX_INITIALIZER};
+	struct nt_sinkq *q = nt_sinkq_new(&ops, &c, 4 << 20);
+
+	ck_assert_ptr_nonnull(q);
+	ck_assert_int_eq(nt_sinkq_start(q, "t"), 0);
+	for (uint64_t i = 0; i < 20000; i++) {
+		struct rec r = make(i, sizeof(r));
+		ck_assert(nt_sinkq_push(q, &r.hdr, &rec_schema));
+		if (i % 4 == 3) {
+			nt_sinkq_commit(q);
+			while (nt_sinkq_delivered(q) != i + 1)
+				sched_yield();
+		}
+	}
+	nt_sinkq_stop(q);
+	ck_assert_uint_eq(c.got, 20000);
+	ck_assert_uint_eq(c.out_of_order, 0);
+	ck_assert_uint_le(nt_sinkq_touched(q), 192u << 10);
+	nt_sinkq_free(q);
+}
+END_TEST
+
 START_TEST(full_ring_drops_exactly)
 {
 	struct consumer c = {.gate = PTHREAD_MUTEX_INITIALIZER};
@@ -201,6 +230,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, all_in_order);
+	tcase_add_test(tc, steady_trickle_stays_small);
 	tcase_add_test(tc, full_ring_drops_exactly);
 	tcase_add_test(tc, posted_after_the_events_before);
 	tcase_add_test(tc, restart_after_stop);
