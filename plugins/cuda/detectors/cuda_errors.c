@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/cfg.h"
 #include "ntcore/plugin.h"
 
 #include "../cuda.h"
@@ -30,20 +31,18 @@ struct er_cfg {
 };
 
 static const struct nt_cfg_key er_keys[] = {
-	DET_KEY("interval_ms", NT_CFG_INT, struct er_cfg, interval_ms, "10000",
-		100, 86400000,
+	NT_KEY_INT(struct er_cfg, interval_ms, 10000, 100, 86400000,
 		"repeats of one (function, error) are summed up once per interval"),
-	DET_KEY("max_alerts", NT_CFG_INT, struct er_cfg, max_alerts, "20", 1,
-		100000, "most alerts per interval, all errors together"),
-	DET_KEY("max_keys", NT_CFG_INT, struct er_cfg, max_keys, "1024", 16,
-		1000000, "distinct (function, error) pairs kept"),
-	DET_KEY("stack_frames", NT_CFG_INT, struct er_cfg, stack_frames, "24", 1,
-		128, "frames of the first stack in the evidence"),
-	DET_KEY("ignore", NT_CFG_STRING_LIST, struct er_cfg, ignore,
+	NT_KEY_INT(struct er_cfg, max_alerts, 20, 1, 100000,
+		"most alerts per interval, all errors together"),
+	NT_KEY_INT(struct er_cfg, max_keys, 1024, 16, 1000000,
+		"distinct (function, error) pairs kept"),
+	NT_KEY_INT(struct er_cfg, stack_frames, 24, 1, 128,
+		"frames of the first stack in the evidence"),
+	NT_KEY_STRLIST(struct er_cfg, ignore,
 		"[\"cudaErrorNotReady\", \"CUDA_ERROR_NOT_READY\", "
 		"\"cudaErrorPeerAccessAlreadyEnabled\", "
 		"\"CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED\"]",
-		DET_NOMIN, DET_NOMAX,
 		"error names that are counted but never alerted (not failures)"),
 };
 
