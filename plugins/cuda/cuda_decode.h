@@ -86,13 +86,6 @@ struct nt_cuda_outst {
 	uint64_t bytes;
 };
 
-/* Open-addressing map u64 -> owned string. */
-struct nt_cuda_smap {
-	uint64_t *keys;
-	char **vals;
-	size_t n, cap;
-};
-
 /* Per-process totals for the end-of-process report. */
 struct nt_cuda_totals {
 	uint64_t launches, graph_launches;
@@ -111,8 +104,8 @@ struct nt_cuda_proc {
 	size_t nblocks, capblocks;
 	struct nt_cuda_outst *outst;
 	size_t noutst;
-	struct nt_cuda_smap knames;   /* runtime func / driver handle -> name */
-	struct nt_cuda_smap kparent;  /* driver: CUfunction -> CUkernel (as "0x..") */
+	struct nt_hmap knames;  /* runtime func / driver handle -> owned char * */
+	struct nt_hmap kparent; /* driver: CUfunction -> CUkernel (owned char *) */
 	struct nt_cuda_totals tot;
 	struct nt_cuda_graphs graphs; /* kernels of its CUDA graphs */
 	struct nt_hmap vmm;           /* cuMemCreate handle -> struct nt_cuda_vmm */
@@ -126,8 +119,7 @@ struct nt_cuda_state {
 	nt_cuda_sym_fn sym;
 	void *sym_arg;
 	uint32_t stack_depth;         /* frames kept in a formatted stack */
-	struct nt_cuda_proc **procs;  /* open addressing on pid */
-	size_t nprocs, capprocs;
+	struct nt_hmap procs;         /* pid -> struct nt_cuda_proc * (owned) */
 	struct nt_cuda_stack_cache stacks; /* formatted stacks (stackcache.h) */
 };
 
@@ -136,7 +128,8 @@ void nt_cuda_state_init(struct nt_cuda_state *st, nt_cuda_sym_fn sym,
 void nt_cuda_state_fini(struct nt_cuda_state *st);
 /* The process entry, created on first use (NULL on ENOMEM). */
 struct nt_cuda_proc *nt_cuda_proc_get(struct nt_cuda_state *st, uint32_t pid);
-struct nt_cuda_proc *nt_cuda_proc_find(struct nt_cuda_state *st, uint32_t pid);
+struct nt_cuda_proc *nt_cuda_proc_find(const struct nt_cuda_state *st,
+				       uint32_t pid);
 void nt_cuda_proc_drop(struct nt_cuda_state *st, uint32_t pid);
 
 /* What cuda.bpf.c must capture for `api` (false: not a probed API). */

@@ -211,11 +211,14 @@ void proc_gone(struct cuda *c, uint32_t pid)
 /* Forget processes that exited DEAD_TICKS ticks ago. */
 void reap_dead(struct cuda *c, bool all)
 {
-	for (size_t i = 0; i < c->st.capprocs; i++) {
-		struct nt_cuda_proc *p = c->st.procs[i];
+	struct nt_hmap_iter it;
+
+	nt_hmap_iter_init(&it, &c->st.procs);
+	while (nt_hmap_iter_next(&it)) {
+		struct nt_cuda_proc *p = *(struct nt_cuda_proc **)it.val;
 		uint32_t pid;
 
-		if (!p || !p->dead || (!all && c->tick - p->dead_tick < DEAD_TICKS))
+		if (!p->dead || (!all && c->tick - p->dead_tick < DEAD_TICKS))
 			continue;
 		pid = p->pid;
 		for (size_t k = 0; k < p->noutst; k++) {
@@ -227,6 +230,7 @@ void reap_dead(struct cuda *c, bool all)
 			c->host->metric_remove(c->m[M_DEVBYTES], lv);
 		}
 		nt_cuda_proc_drop(&c->st, pid);
-		i = (size_t)-1; /* the table moved: start over */
+		/* the table changed under the iteration: start over */
+		nt_hmap_iter_init(&it, &c->st.procs);
 	}
 }
