@@ -429,15 +429,11 @@ static void *rec_start(struct nt_cuda_state *st, struct nt_cuda_rec *rec,
 
 uint64_t nt_cuda_stack_id(const uint64_t *ips, uint32_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h;
 
 	if (!n)
 		return 0;
-	for (uint32_t i = 0; i < n; i++) {
-		h ^= ips[i];
-		h *= 0x100000001b3ull;
-		h = nt_cuda_mix64(h);
-	}
+	h = nt_hash_bytes(ips, (size_t)n * sizeof(*ips));
 	return h ? h : 1;
 }
 

@@ -22,17 +22,6 @@
 #include "cuda_graph.h"
 #include "ntcore/kit/hmap.h"
 
-/* The 64-bit finalizer of MurmurHash3: the probe's hash tables' hash. */
-static inline uint64_t nt_cuda_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* Published event types, index into nt_cuda_state.type_ids. */
 enum nt_cuda_evt {
 	NT_CUDA_EVT_ALLOC = 0,
