@@ -614,19 +614,19 @@ END_TEST
 
 START_TEST(test_util)
 {
-	struct sbuf b;
+	struct nt_sb b;
 	char buf[64];
 
-	sb_init(&b);
+	nt_sb_init(&b, 0);
 	sb_json_str(&b, "a\"b\\c\n\x01");
-	ck_assert_str_eq(sb_str(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
-	sb_reset(&b);
+	ck_assert_str_eq(nt_sb_str(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
+	nt_sb_reset(&b);
 	sb_json_stack(&b, "main;leak_here;cudaMalloc;;", 2);
-	ck_assert_str_eq(sb_str(&b), "[\"leak_here\",\"cudaMalloc\"]");
-	sb_reset(&b);
+	ck_assert_str_eq(nt_sb_str(&b), "[\"leak_here\",\"cudaMalloc\"]");
+	nt_sb_reset(&b);
 	sb_xml_str(&b, "a<b>&\"");
-	ck_assert_str_eq(sb_str(&b), "a&lt;b&gt;&amp;&quot;");
-	sb_free(&b);
+	ck_assert_str_eq(nt_sb_str(&b), "a&lt;b&gt;&amp;&quot;");
+	nt_sb_fini(&b);
 	ck_assert_str_eq(fmt_bytes(512, buf, sizeof(buf)), "512 B");
 	ck_assert_str_eq(fmt_bytes(3 * MiB / 2, buf, sizeof(buf)), "1.50 MiB");
 	ck_assert_str_eq(stack_frame("c;b;a", 2, buf, sizeof(buf)), "c");
