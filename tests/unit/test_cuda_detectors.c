@@ -88,7 +88,7 @@ START_TEST(test_amap_basic)
 	ck_assert_uint_eq(p->live_bytes, 0);
 	ck_assert_uint_eq(p->peak_bytes, 2500 * 4096);
 	ck_assert_uint_eq(p->n_free, 2500);
-	ck_assert_uint_eq(m.count, 2500);
+	ck_assert_uint_eq(amap_count(&m), 2500);
 	/* every odd one still found after the backward-shift deletions */
 	for (uint64_t i = 1; i < 5000; i += 2)
 		ck_assert(amap_lookup(&m, 7, 0x7f0000000000ULL + i * 4096, NULL));
@@ -105,7 +105,7 @@ START_TEST(test_amap_basic)
 	e.pid = 8;
 	ck_assert_int_eq(amap_alloc(&m, &e), 0);
 	amap_drop_pid(&m, 7);
-	ck_assert_uint_eq(m.count, 1);
+	ck_assert_uint_eq(amap_count(&m), 1);
 	ck_assert_ptr_null(amap_proc_find(&m, 7, 1));
 	ck_assert(amap_lookup(&m, 8, e.ptr, &out));
 	ck_assert_uint_eq(out.size, 100);
