@@ -219,15 +219,3 @@ int64_t proc_cpu_ticks(const char *root, uint32_t pid)
 		return -1;
 	return (int64_t)(ut + st);
 }
-
-uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
-{
-	const unsigned char *c = p;
-	uint64_t h = 1469598103934665603ULL ^ seed;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}

@@ -64,16 +64,4 @@ char proc_state(const char *proc_root, uint32_t pid);
 /* utime+stime of the process in clock ticks, or -1. */
 int64_t proc_cpu_ticks(const char *proc_root, uint32_t pid);
 
-/* FNV-1a 64-bit. */
-uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
-static inline uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 #endif

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ntcore/kit/hmap.h"
+
 #include "det_util.h"
 
 void tl_init(struct timeline *t, uint32_t pid, int32_t dev, uint32_t max)
@@ -334,6 +336,14 @@ static void svg_clusters(struct svg *g)
 	}
 }
 
+/* One colour per allocation stack, the same in every picture. */
+static unsigned stack_hue(uint32_t stack)
+{
+	uint64_t key = (uint64_t)stack + 1;
+
+	return (unsigned)(nt_hash_bytes(&key, sizeof(key)) % 360);
+}
+
 /* one bar per allocation, coloured by its stack */
 static void svg_bars(struct svg *g, const struct stacktab *st)
 {
@@ -365,7 +375,7 @@ static void svg_bars(struct svg *g, const struct stacktab *st)
 		yb = addr_y(c, nc, r->ptr + r->size);
 		if (ya - yb < 0.6)
 			yb = ya - 0.6;
-		hue = (unsigned)(hash_u64(r->stack + 1) % 360);
+		hue = stack_hue(r->stack);
 		stack_user_frame(st ? stacktab_get(st, r->stack) : "", top, sizeof(top));
 		nt_sb_reset(&sb);
 		sb_xml_str(&sb, top);
