@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ntcore/kit/sb.h"
+#include "ntcore/kit/topn.h"
 
 /* From the C++ runtime (libstdc++), callable from C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
@@ -1452,6 +1453,31 @@ static void human_bytes(uint64_t v, char *buf, size_t n)
 		snprintf(buf, n, "%.1f %s", d, u[i]);
 }
 
+/* The 10 most launched kernels, most first (equal counts: in the order
+ * given). */
+static void report_top_kernels(struct nt_sb *b, const struct nt_cuda_kcount *k,
+			       size_t n)
+{
+	struct nt_topn best;
+
+	if (!n)
+		return;
+	if (nt_topn_init(&best, 10, sizeof(*k)) < 0) {
+		b->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		nt_topn_offer(&best, k[i].count, &k[i]);
+	nt_sb_printf(b, "  top kernels:\n");
+	for (size_t i = 0; i < nt_topn_count(&best); i++) {
+		const struct nt_cuda_kcount *r = nt_topn_at(&best, i, NULL);
+
+		nt_sb_printf(b, "    %10llu  %.160s\n", (unsigned long long)r->count,
+			     r->name && r->name[0] ? r->name : "(unnamed)");
+	}
+	nt_topn_fini(&best);
+}
+
 char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 			  const struct nt_cuda_kcount *top, size_t ntop)
 {
@@ -1495,14 +1521,7 @@ char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 	nt_sb_printf(&b, "  synchronisation: %llu calls, %.3f s blocked; API errors %llu\n",
 		  (unsigned long long)t->syncs, (double)t->sync_ns / 1e9,
 		  (unsigned long long)t->errors);
-	if (ntop) {
-		nt_sb_printf(&b, "  top kernels:\n");
-		for (size_t i = 0; i < ntop && i < 10; i++)
-			nt_sb_printf(&b, "    %10llu  %.160s\n",
-				  (unsigned long long)top[i].count,
-				  top[i].name && top[i].name[0] ? top[i].name
-								: "(unnamed)");
-	}
+	report_top_kernels(&b, top, ntop);
 	if (b.failed) {
 		nt_sb_fini(&b);
 		return NULL;

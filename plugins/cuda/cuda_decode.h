@@ -203,7 +203,8 @@ struct nt_cuda_kcount {
 };
 
 /* Text of the end-of-process report (malloc'ed), NULL on ENOMEM. `top`
- * holds the process's kernels, most launched first. */
+ * holds the process's kernels in any order; the report names the 10 most
+ * launched. */
 char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 			  const struct nt_cuda_kcount *top, size_t ntop);
 

@@ -122,13 +122,6 @@ void sync_fns(struct cuda *c, uint32_t only_pid)
 	}
 }
 
-int cmp_kcount(const void *a, const void *b)
-{
-	const struct nt_cuda_kcount *x = a, *y = b;
-
-	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
-}
-
 /* Delete a process's launch counters from the BPF map (and our copy). */
 void forget_launch_keys(struct cuda *c, uint32_t pid)
 {
@@ -174,8 +167,6 @@ void proc_gone(struct cuda *c, uint32_t pid)
 	if (p && c->cfg->report) {
 		char *text;
 
-		if (ntop > 1) /* qsort's array must not be NULL (UBSan) */
-			qsort(top, ntop, sizeof(*top), cmp_kcount);
 		text = nt_cuda_report_text(p, top, ntop);
 		if (text) {
 			struct nt_cuda_rec *r = &c->rec[0];

@@ -208,7 +208,6 @@ int on_record(void *ctx, void *data, size_t size);
 void sync_launches(struct cuda *c, uint32_t only_pid,
 			  struct nt_cuda_kcount **top, size_t *ntop);
 void sync_fns(struct cuda *c, uint32_t only_pid);
-int cmp_kcount(const void *a, const void *b);
 void forget_launch_keys(struct cuda *c, uint32_t pid);
 void proc_gone(struct cuda *c, uint32_t pid);
 void reap_dead(struct cuda *c, bool all);
