@@ -250,7 +250,7 @@ START_TEST(join_api_ring_wraps)
 	ck_assert_int_eq(gpu_join_find(p, 5, 0, false, &j), 1); /* forgotten */
 	ck_assert_int_eq(gpu_join_find(p, 2999, 0, false, &j), 0);
 	ck_assert_uint_eq(j.api_start, 29990);
-	ck_assert_uint_le(p->api_at.n, 1024);
+	ck_assert_uint_le(nt_hmap_count(&p->api_at.h), 1024);
 	gpu_proc_free(p);
 }
 END_TEST

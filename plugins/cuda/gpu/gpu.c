@@ -246,7 +246,8 @@ static int gpu_attach(void *state)
 static void reap(struct gpu_plugin *g, uint64_t now, bool all)
 {
 	uint64_t wait = (uint64_t)g->cfg->join_wait_ms * 1000000ull;
-	uint32_t pids[256], n = 0, it = 0;
+	uint32_t pids[256], n = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	while (n < NT_ARRAY_LEN(pids) && gpu_map_next(&g->procs, &it, &k, &v)) {
@@ -261,7 +262,7 @@ static void reap(struct gpu_plugin *g, uint64_t now, bool all)
 
 static void tick(struct gpu_plugin *g)
 {
-	uint64_t now = gpu_mono_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	gpu_records_retry(g, false);
 	if (g->injecting)
@@ -292,7 +293,7 @@ static void gpu_flush(void *state)
 
 	gpu_records_retry(g, true);
 	gpu_stacks_publish(g, 0);
-	gpu_metrics_tick(g->m, gpu_mono_ns());
+	gpu_metrics_tick(g->m, nt_clock_mono_ns());
 	if (g->malformed)
 		g->host->log(g->inst, NT_LOG_WARN, "%llu malformed or unknown records from jobs were skipped",
 			     (unsigned long long)g->malformed);
@@ -302,9 +303,9 @@ static void gpu_detach(void *state)
 {
 	struct gpu_plugin *g = state;
 
-	reap(g, gpu_mono_ns(), true);
-	while (g->procs.n) /* more than one reap's batch */
-		reap(g, gpu_mono_ns(), true);
+	reap(g, nt_clock_mono_ns(), true);
+	while (nt_hmap_count(&g->procs.h)) /* more than one reap's batch */
+		reap(g, nt_clock_mono_ns(), true);
 	gpu_server_close(g);
 	g->injecting = false;
 }

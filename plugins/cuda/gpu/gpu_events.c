@@ -353,7 +353,7 @@ void gpu_publish_sync(struct gpu_plugin *g, const struct gpu_exec *x,
 void gpu_publish_process(struct gpu_plugin *g, const struct gpu_pstate *ps,
 			 const struct nt_gpu_hello *h, int err)
 {
-	struct ev_process *e = ev_begin(g, g->t_process, sizeof(*e), gpu_mono_ns(), ps->pid,
+	struct ev_process *e = ev_begin(g, g->t_process, sizeof(*e), nt_clock_mono_ns(), ps->pid,
 					ps->pid, ps->comm);
 
 	if (!e)
@@ -372,7 +372,7 @@ void gpu_publish_stack(struct gpu_plugin *g, uint32_t pid, uint32_t tid,
 		       const char *comm, const char *stack, size_t len,
 		       uint64_t us, uint64_t ns, uint64_t launches)
 {
-	struct ev_stack *e = ev_begin(g, g->t_stack, sizeof(*e), gpu_mono_ns(), pid, tid, comm);
+	struct ev_stack *e = ev_begin(g, g->t_stack, sizeof(*e), nt_clock_mono_ns(), pid, tid, comm);
 
 	if (!e)
 		return;

@@ -27,7 +27,7 @@ struct gpu_proc *gpu_proc_new(uint32_t pid, uint32_t max_calls, uint32_t max_api
 
 void gpu_proc_free(struct gpu_proc *p)
 {
-	uint32_t it = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	if (!p)
@@ -242,7 +242,7 @@ static struct gpu_call *call_any_thread(struct gpu_proc *p,
 					const struct gpu_api_ent *a,
 					const struct gpu_thread **thr)
 {
-	uint32_t it = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	while (gpu_map_next(&p->threads, &it, &k, &v)) {

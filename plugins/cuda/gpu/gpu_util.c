@@ -6,115 +6,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- u64 map --------------------------------------------------------------- */
 
-static int map_grow(struct gpu_map *m)
+/* A zeroed map gets its shape at its first put. */
+static bool map_ready(struct gpu_map *m)
 {
-	struct gpu_map g = { .cap = m->cap ? m->cap * 2 : 64 };
-
-	g.keys = malloc(g.cap * sizeof(*g.keys));
-	g.vals = malloc(g.cap * sizeof(*g.vals));
-	g.used = calloc(g.cap, 1);
-	if (!g.keys || !g.vals || !g.used) {
-		gpu_map_free(&g);
-		return -1;
-	}
-	for (uint32_t i = 0; i < m->cap; i++)
-		if (m->used[i])
-			gpu_map_put(&g, m->keys[i], m->vals[i]);
-	gpu_map_free(m);
-	*m = g;
-	return 0;
+	return m->h.key_size ||
+	       nt_hmap_init(&m->h, sizeof(uint64_t), sizeof(uint64_t), 0) == 0;
 }
 
 int gpu_map_put(struct gpu_map *m, uint64_t key, uint64_t val)
 {
-	uint32_t i;
+	uint64_t *v = map_ready(m) ? nt_hmap_put(&m->h, &key, NULL) : NULL;
 
-	if ((m->n + 1) * 4 > m->cap * 3 && map_grow(m))
+	if (!v)
 		return -1;
-	for (i = (uint32_t)gpu_mix64(key) & (m->cap - 1); m->used[i]; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == key) {
-			m->vals[i] = val;
-			return 0;
-		}
-	}
-	m->used[i] = 1;
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
+	*v = val;
 	return 0;
-}
-
-static int64_t map_find(const struct gpu_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return -1;
-	for (uint32_t i = (uint32_t)gpu_mix64(key) & (m->cap - 1); m->used[i];
-	     i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key)
-			return i;
-	return -1;
 }
 
 bool gpu_map_get(const struct gpu_map *m, uint64_t key, uint64_t *val)
 {
-	int64_t i = map_find(m, key);
+	const uint64_t *v = m->h.key_size ? nt_hmap_get(&m->h, &key) : NULL;
 
-	if (i < 0)
-		return false;
-	if (val)
-		*val = m->vals[i];
-	return true;
+	if (v && val)
+		*val = *v;
+	return v != NULL;
 }
 
 bool gpu_map_del(struct gpu_map *m, uint64_t key)
 {
-	int64_t found = map_find(m, key);
-	uint32_t i, j, mask = m->cap - 1;
-
-	if (found < 0)
-		return false;
-	i = (uint32_t)found;
-	m->used[i] = 0;
-	m->n--;
-	/* shift back the entries of the run that follows, so that lookups
-	 * need no tombstones */
-	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-		uint32_t home = (uint32_t)gpu_mix64(m->keys[j]) & mask;
-
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			m->keys[i] = m->keys[j];
-			m->vals[i] = m->vals[j];
-			m->used[i] = 1;
-			m->used[j] = 0;
-			i = j;
-		}
-	}
-	return true;
+	return m->h.key_size && nt_hmap_del(&m->h, &key);
 }
 
-bool gpu_map_next(const struct gpu_map *m, uint32_t *it, uint64_t *key,
+bool gpu_map_next(struct gpu_map *m, struct nt_hmap_iter *it, uint64_t *key,
 		  uint64_t *val)
 {
-	for (; *it < m->cap; (*it)++) {
-		if (m->used[*it]) {
-			*key = m->keys[*it];
-			*val = m->vals[*it];
-			(*it)++;
-			return true;
-		}
-	}
-	return false;
+	if (!m->h.key_size)
+		return false;
+	if (!it->m)
+		nt_hmap_iter_init(it, &m->h);
+	if (!nt_hmap_iter_next(it))
+		return false;
+	memcpy(key, it->key, sizeof(*key));
+	memcpy(val, it->val, sizeof(*val));
+	return true;
 }
 
 void gpu_map_free(struct gpu_map *m)
 {
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
+	nt_hmap_fini(&m->h);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -274,12 +216,4 @@ void gpu_buf_free(struct gpu_buf *b)
 {
 	free(b->p);
 	memset(b, 0, sizeof(*b));
-}
-
-uint64_t gpu_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ntcore/kit/clock.h"
+#include "ntcore/kit/hmap.h"
+
 static inline uint64_t gpu_mix64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -21,18 +24,17 @@ static inline uint64_t gpu_mix64(uint64_t x)
 	return x;
 }
 
-/* u64 -> u64, open addressing with backward-shift deletion. */
+/* u64 -> u64 on the kit's nt_hmap (a zeroed struct is an empty map). */
 struct gpu_map {
-	uint64_t *keys, *vals;
-	uint8_t *used;
-	uint32_t cap, n; /* cap a power of two */
+	struct nt_hmap h;
 };
 
 int gpu_map_put(struct gpu_map *m, uint64_t key, uint64_t val); /* 0 / -1 */
 bool gpu_map_get(const struct gpu_map *m, uint64_t key, uint64_t *val);
 bool gpu_map_del(struct gpu_map *m, uint64_t key);
-/* *it starts at 0; false at the end (no insertion or deletion meanwhile) */
-bool gpu_map_next(const struct gpu_map *m, uint32_t *it, uint64_t *key,
+/* *it starts zeroed ({0}); false at the end (no insertion or deletion
+ * meanwhile) */
+bool gpu_map_next(struct gpu_map *m, struct nt_hmap_iter *it, uint64_t *key,
 		  uint64_t *val);
 void gpu_map_free(struct gpu_map *m);
 
@@ -68,7 +70,5 @@ void gpu_buf_printf(struct gpu_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void gpu_buf_free(struct gpu_buf *b);
 
-/* CLOCK_MONOTONIC now, ns. */
-uint64_t gpu_mono_ns(void);
 
 #endif
