@@ -257,22 +257,24 @@ END_TEST
 
 START_TEST(stacks_root_first)
 {
-	struct gpu_buf b = { 0 };
+	struct nt_sb b;
 	const char *in = "cuLaunchKernel;launch;cudaLaunchKernel;fwd;main";
 
+	nt_sb_init(&b, 0);
+
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
+	ck_assert_str_eq(b.buf, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
 	/* already root first: unchanged */
 	in = "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel";
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
+	ck_assert_str_eq(b.buf, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
 	in = "cuLaunchKernel+0x12;libx.so+0x40;main";
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "main;libx.so+0x40;cuLaunchKernel+0x12");
+	ck_assert_str_eq(b.buf, "main;libx.so+0x40;cuLaunchKernel+0x12");
 	in = "cuLaunchKernelEx;main";
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "cuLaunchKernelEx;main"); /* not the probed function */
-	gpu_buf_free(&b);
+	ck_assert_str_eq(b.buf, "cuLaunchKernelEx;main"); /* not the probed function */
+	nt_sb_fini(&b);
 }
 END_TEST
 

@@ -161,7 +161,7 @@ static void gpu_consume(void *state, const struct nt_event_hdr *ev,
 		gpu_stack_root_first(s, len, name, &g->text);
 	}
 	gpu_join_call(ps->join, ev->tid, comm, ev->ts_ns, kind,
-		      s && g->text.len ? gpu_str_intern(&g->strs, g->text.p, g->text.len) : 0);
+		      s && g->text.len ? gpu_str_intern(&g->strs, g->text.buf, g->text.len) : 0);
 }
 
 /* ---- ops ---------------------------------------------------------------------------- */
@@ -195,6 +195,8 @@ static int gpu_init(struct nt_instance *inst, const struct nt_host *host,
 	g->cfg = cfg;
 	g->listen_fd = g->epoll_fd = -1;
 	gpu_strtab_init(&g->strs, 256u << 20);
+	nt_sb_init(&g->ev, 0);
+	nt_sb_init(&g->text, 0);
 	if ((err = gpu_events_register(g)) < 0 ||
 	    (!(g->m = gpu_metrics_new(g)) && (err = -ENOMEM)) ||
 	    (cfg->folded && !(g->fold = gpu_folded_new((uint32_t)cfg->max_stacks)) &&
@@ -322,8 +324,8 @@ static void gpu_fini(void *state)
 	gpu_metrics_free(g->m);
 	gpu_folded_free(g->fold);
 	gpu_strtab_free(&g->strs);
-	gpu_buf_free(&g->ev);
-	gpu_buf_free(&g->text);
+	nt_sb_fini(&g->ev);
+	nt_sb_fini(&g->text);
 	free(g);
 }
 

@@ -2,8 +2,6 @@
 /* ntcore cuda_gpu: generic plumbing (see gpu_util.h). */
 #include "gpu_util.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,50 +168,4 @@ void gpu_strtab_free(struct gpu_strtab *t)
 	free(t->slen);
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
-}
-
-/* ---- text buffer ------------------------------------------------------------ */
-
-void gpu_buf_put(struct gpu_buf *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if (!(p = realloc(b->p, cap))) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-void gpu_buf_puts(struct gpu_buf *b, const char *s)
-{
-	gpu_buf_put(b, s, strlen(s));
-}
-
-void gpu_buf_printf(struct gpu_buf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		gpu_buf_put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-void gpu_buf_free(struct gpu_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
 }

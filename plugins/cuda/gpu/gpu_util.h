@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ntcore cuda_gpu: generic plumbing (a u64 map, interned strings, a growing
- * text buffer), kept in one file so that moving to the SDK's plugin kit
- * (issue 20) is a one-file change.
+ * ntcore cuda_gpu: its plumbing, on the plugin kit: a u64 map over
+ * nt_hmap and interned strings; text is built with the kit's nt_sb and
+ * time read with nt_clock_mono_ns (both included from here).
  */
 #ifndef NTCORE_GPU_UTIL_H
 #define NTCORE_GPU_UTIL_H
@@ -13,6 +13,7 @@
 
 #include "ntcore/kit/clock.h"
 #include "ntcore/kit/hmap.h"
+#include "ntcore/kit/sb.h"
 
 static inline uint64_t gpu_mix64(uint64_t x)
 {
@@ -55,20 +56,5 @@ uint32_t gpu_str_intern(struct gpu_strtab *t, const char *s, size_t len);
 /* The string of id ("" for 0 or unknown); *len gets its length. */
 const char *gpu_str(const struct gpu_strtab *t, uint32_t id, uint32_t *len);
 void gpu_strtab_free(struct gpu_strtab *t);
-
-/* A growing text buffer (never fails: on ENOMEM it stops growing and
- * `oom` is set, so a text comes out truncated, not missing). */
-struct gpu_buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-void gpu_buf_put(struct gpu_buf *b, const char *s, size_t n);
-void gpu_buf_puts(struct gpu_buf *b, const char *s);
-void gpu_buf_printf(struct gpu_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void gpu_buf_free(struct gpu_buf *b);
-
 
 #endif
