@@ -59,40 +59,54 @@ void gpu_map_free(struct gpu_map *m)
 }
 
 /* ---- interned strings ---------------------------------------------------- */
+/* The bytes live in one arena; the index (an nt_hmap_init_str map) points
+ * into it, so it is rebuilt when the arena moves. */
 
 void gpu_strtab_init(struct gpu_strtab *t, size_t max_bytes)
 {
 	memset(t, 0, sizeof(*t));
 	t->max_bytes = max_bytes;
+	nt_hmap_init_str(&t->index, sizeof(uint32_t), 0);
 }
 
-static uint32_t str_hash(const char *s, size_t len)
+static int str_index(struct gpu_strtab *t, uint32_t id)
 {
-	uint64_t h = 1469598103934665603ull;
+	struct nt_hstr key = { t->arena + t->off[id], t->slen[id] };
+	uint32_t *v = nt_hmap_put(&t->index, &key, NULL);
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-	return (uint32_t)gpu_mix64(h);
-}
-
-static int slots_grow(struct gpu_strtab *t)
-{
-	uint32_t n = t->n_slots ? t->n_slots * 2 : 1024;
-	uint32_t *s = calloc(n, sizeof(*s));
-
-	if (!s)
+	if (!v)
 		return -1;
-	for (uint32_t id = 1; id <= t->n; id++) {
-		uint32_t i = str_hash(t->arena + t->off[id], t->slen[id]) & (n - 1);
-
-		while (s[i])
-			i = (i + 1) & (n - 1);
-		s[i] = id;
-	}
-	free(t->slots);
-	t->slots = s;
-	t->n_slots = n;
+	*v = id;
 	return 0;
+}
+
+/* The arena moved: every key points to the new one. */
+static int str_reindex(struct gpu_strtab *t)
+{
+	nt_hmap_clear(&t->index);
+	for (uint32_t id = 1; id <= t->n; id++)
+		if (str_index(t, id))
+			return -1;
+	return 0;
+}
+
+static bool str_room(struct gpu_strtab *t, size_t len)
+{
+	size_t cap = t->cap ? t->cap : 65536;
+	char *a;
+
+	if (t->len + len + 1 <= t->cap)
+		return true;
+	while (cap < t->len + len + 1)
+		cap *= 2;
+	if (!(a = realloc(t->arena, cap)))
+		return false;
+	t->cap = cap;
+	if (a != t->arena) {
+		t->arena = a;
+		return str_reindex(t) == 0;
+	}
+	return true;
 }
 
 static uint32_t str_add(struct gpu_strtab *t, const char *s, size_t len)
@@ -101,17 +115,8 @@ static uint32_t str_add(struct gpu_strtab *t, const char *s, size_t len)
 		t->refused++;
 		return 0;
 	}
-	if (t->len + len + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap : 65536;
-		char *a;
-
-		while (cap < t->len + len + 1)
-			cap *= 2;
-		if (!(a = realloc(t->arena, cap)))
-			return 0;
-		t->arena = a;
-		t->cap = cap;
-	}
+	if (!str_room(t, len))
+		return 0;
 	if (t->n + 2 > t->cap_ids) {
 		uint32_t cap = t->cap_ids ? t->cap_ids * 2 : 1024;
 		uint32_t *o = realloc(t->off, cap * sizeof(*o));
@@ -126,27 +131,20 @@ static uint32_t str_add(struct gpu_strtab *t, const char *s, size_t len)
 	}
 	memcpy(t->arena + t->len, s, len);
 	t->arena[t->len + len] = '\0';
-	t->n++;
-	t->off[t->n] = (uint32_t)t->len;
-	t->slen[t->n] = (uint32_t)len;
+	t->off[t->n + 1] = (uint32_t)t->len;
+	t->slen[t->n + 1] = (uint32_t)len;
+	if (str_index(t, t->n + 1))
+		return 0;
 	t->len += len + 1;
-	return t->n;
+	return ++t->n;
 }
 
 uint32_t gpu_str_intern(struct gpu_strtab *t, const char *s, size_t len)
 {
-	uint32_t i, id;
+	struct nt_hstr key = { s, len };
+	const uint32_t *id = nt_hmap_get(&t->index, &key);
 
-	if ((t->n + 1) * 2 > t->n_slots && slots_grow(t))
-		return 0;
-	for (i = str_hash(s, len) & (t->n_slots - 1); (id = t->slots[i]);
-	     i = (i + 1) & (t->n_slots - 1))
-		if (t->slen[id] == len && memcmp(t->arena + t->off[id], s, len) == 0)
-			return id;
-	id = str_add(t, s, len);
-	if (id)
-		t->slots[i] = id;
-	return id;
+	return id ? *id : str_add(t, s, len);
 }
 
 const char *gpu_str(const struct gpu_strtab *t, uint32_t id, uint32_t *len)
@@ -166,6 +164,6 @@ void gpu_strtab_free(struct gpu_strtab *t)
 	free(t->arena);
 	free(t->off);
 	free(t->slen);
-	free(t->slots);
+	nt_hmap_fini(&t->index);
 	memset(t, 0, sizeof(*t));
 }

@@ -15,16 +15,6 @@
 #include "ntcore/kit/hmap.h"
 #include "ntcore/kit/sb.h"
 
-static inline uint64_t gpu_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* u64 -> u64 on the kit's nt_hmap (a zeroed struct is an empty map). */
 struct gpu_map {
 	struct nt_hmap h;
@@ -45,8 +35,7 @@ struct gpu_strtab {
 	size_t len, cap, max_bytes;
 	uint32_t *off, *slen;   /* by id */
 	uint32_t n, cap_ids;
-	uint32_t *slots;        /* open addressing: ids, 0 empty */
-	uint32_t n_slots;
+	struct nt_hmap index;   /* struct nt_hstr (into arena) -> uint32_t id */
 	uint64_t refused;       /* strings not kept: max_bytes reached */
 };
 
