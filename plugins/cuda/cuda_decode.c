@@ -1541,6 +1541,10 @@ const char *nt_cuda_launch_name(struct nt_cuda_state *st,
 			smap_put(&p->knames, rl->func, strdup(rn));
 		}
 	}
+	if (rl->layer == NT_CUDA_LAYER_DRIVER && st->mem && st->koff.offset < 0 &&
+	    !smap_get(&p->knames, rl->func))
+		nt_cuda_koff_observe(&st->koff, st->mem, st->mem_arg, p->pid,
+				     rl->func);
 	name = nt_cuda_kernel_name(st, rl->hdr.pid, rl->layer, rl->func);
 	if (rl->layer == NT_CUDA_LAYER_RUNTIME && name[0])
 		nt_cuda_kn_note_runtime(&p->kn, rl->hdr.tid, rl->hdr.ts_ns,

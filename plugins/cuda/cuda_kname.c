@@ -182,12 +182,81 @@ int nt_cuda_koff_teach(struct nt_cuda_koff *k, nt_cuda_mem_fn mem, void *arg,
 			k->contradicted++;
 		free(s);
 	}
-	if (k->offset < 0) {
-		k->offset = best_offset(k);
-		return k->offset >= 0;
+	if (k->offset < 0 || k->guessed) {
+		int best = best_offset(k);
+
+		if (best < 0)
+			return 0;
+		k->guessed = false; /* a known name overrules a guess */
+		k->announced = k->announced && k->offset == best;
+		k->offset = best;
+		return 1;
 	}
 	k->offset = best_offset(k); /* relearn if proved wrong */
 	return 0;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+/* The lowest slot where every observed handle names a plausible kernel,
+ * all names different; -1 if none. The lowest: the handle points to its
+ * struct's start, and what lies past the struct (the next function's
+ * struct, its name pointer included) would qualify as well. */
+static int guess_offset(const struct nt_cuda_koff *k)
+{
+	int found = -1;
+
+	for (int i = 0; i < NT_CUDA_KOFF_SLOTS; i++) {
+		bool ok = true;
+
+		for (uint32_t a = 0; ok && a < k->nobs; a++) {
+			ok = k->obs[a][i] != 0;
+			for (uint32_t b = 0; ok && b < a; b++)
+				ok = k->obs[a][i] != k->obs[b][i];
+		}
+		if (ok) {
+			found = i;
+			break;
+		}
+	}
+	return found < 0 ? -1 : found * 8;
+}
+
+int nt_cuda_koff_observe(struct nt_cuda_koff *k, nt_cuda_mem_fn mem,
+			 void *arg, uint32_t pid, uint64_t handle)
+{
+	uint64_t slots[NT_CUDA_KOFF_SLOTS];
+	uint64_t *row;
+	ssize_t n;
+	int off;
+
+	if (k->offset >= 0 || k->nobs >= NT_CUDA_KOFF_GUESS_MAX ||
+	    !user_pointer(handle))
+		return 0;
+	n = mem(arg, pid, handle, slots, sizeof(slots));
+	if (n < 8)
+		return 0;
+	row = k->obs[k->nobs++];
+	memset(row, 0, sizeof(k->obs[0]));
+	for (int i = 0; i < (int)(n / 8); i++) {
+		char *s = read_cstring(mem, arg, pid, slots[i]);
+
+		if (s && nt_cuda_kname_plausible(s))
+			row[i] = str_hash(s);
+		free(s);
+	}
+	if (k->nobs < NT_CUDA_KOFF_GUESS_MIN || (off = guess_offset(k)) < 0)
+		return 0;
+	k->offset = off;
+	k->guessed = true;
+	return 1;
 }
 
 char *nt_cuda_koff_name(struct nt_cuda_koff *k, nt_cuda_mem_fn mem,

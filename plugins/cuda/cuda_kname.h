@@ -14,7 +14,13 @@
  *   8-aligned slot of the struct's first NT_CUDA_KOFF_SPAN bytes that points
  *   to the same name is a vote; an offset with NT_CUDA_KOFF_NEED votes and
  *   none against is used for unknown handles, each result checked
- *   (identifier-like, a `_Z` name must demangle).
+ *   (identifier-like, a `_Z` name must demangle). With no known name at
+ *   all (a steady job at the driver layer makes no handle after the
+ *   attach), the offset is guessed from the unknown handles themselves:
+ *   the lowest slot where each of NT_CUDA_KOFF_GUESS_MIN or more handles
+ *   points to a plausible name, all different (a module's name, shared by
+ *   its kernels, is not taken; the lowest, since the next function's
+ *   struct may follow this one). A known name later overrules a guess.
  *
  * Pure apart from nt_cuda_mem_read_proc (process_vm_readv); memory is read
  * through a callback so the unit test feeds synthetic memory.
@@ -33,6 +39,8 @@
 #define NT_CUDA_KOFF_SLOTS (NT_CUDA_KOFF_SPAN / 8)
 #define NT_CUDA_KOFF_NEED 3            /* known handles that must agree */
 #define NT_CUDA_KOFF_NAME_MAX 1024     /* longest name read */
+#define NT_CUDA_KOFF_GUESS_MIN 8       /* unknown handles before a guess */
+#define NT_CUDA_KOFF_GUESS_MAX 32      /* unknown handles looked at at most */
 #define NT_CUDA_JOIN_NS 2000000ull     /* runtime -> driver launch, same thread */
 #define NT_CUDA_JOIN_TIDS 16           /* threads remembered per process */
 
@@ -62,6 +70,10 @@ struct nt_cuda_koff {
 	uint16_t agree[NT_CUDA_KOFF_SLOTS];    /* known handles named right */
 	uint16_t disagree[NT_CUDA_KOFF_SLOTS]; /* known handles named wrong */
 	int offset;                /* learned byte offset, -1 none yet */
+	bool guessed;              /* offset from unknown handles only */
+	uint32_t nobs;             /* unknown handles looked at (guess) */
+	uint64_t obs[NT_CUDA_KOFF_GUESS_MAX][NT_CUDA_KOFF_SLOTS]; /* hash of
+	                              a plausible name per slot, 0 none */
 	bool announced;            /* the plugin logged the offset */
 	uint32_t taught;           /* known handles looked at */
 	uint64_t confirmed;        /* known handles named right once learned */
@@ -75,6 +87,10 @@ void nt_cuda_koff_init(struct nt_cuda_koff *k);
  * vote. Returns 1 when this vote made the offset learned, else 0. */
 int nt_cuda_koff_teach(struct nt_cuda_koff *k, nt_cuda_mem_fn mem, void *arg,
 		       uint32_t pid, uint64_t handle, const char *name);
+/* An unknown driver handle seen for the first time: while nothing is
+ * learned, look at it for a guess. Returns 1 when this made a guess. */
+int nt_cuda_koff_observe(struct nt_cuda_koff *k, nt_cuda_mem_fn mem,
+			 void *arg, uint32_t pid, uint64_t handle);
 /* The name an unknown handle's struct points to at the learned offset,
  * demangled when mangled (malloc'd), or NULL (no offset yet, unreadable,
  * failed the checks). */

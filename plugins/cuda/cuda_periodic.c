@@ -241,20 +241,29 @@ void log_kname_offset(struct cuda *c, bool final)
 
 	if (k->offset >= 0 && !c->st.koff.announced) {
 		c->st.koff.announced = true;
-		nt_log_info(c, "attach-time names: a driver function's name is "
-			     "at offset %d of its struct (%u known handles "
-			     "agreed)", k->offset, k->agree[k->offset / 8]);
+		if (k->guessed)
+			nt_log_info(c, "attach-time names: a driver function's "
+				     "name is at offset %d of its struct, "
+				     "guessed from %u unknown handles (no known "
+				     "name to confirm it)", k->offset, k->nobs);
+		else
+			nt_log_info(c, "attach-time names: a driver function's "
+				     "name is at offset %d of its struct (%u "
+				     "known handles agreed)", k->offset,
+				     k->agree[k->offset / 8]);
 	}
-	if (!final || !k->taught)
+	if (!final || (!k->taught && !k->nobs))
 		return;
 	if (k->offset < 0)
 		nt_log_info(c, "attach-time names: no name offset learned from "
-			     "%u known handles", k->taught);
+			     "%u known and %u unknown handles", k->taught,
+			     k->nobs);
 	else
-		nt_log_info(c, "attach-time names: offset %d named %" PRIu64
+		nt_log_info(c, "attach-time names: offset %d (%s) named %" PRIu64
 			     " handles from memory (%" PRIu64 " refused); "
 			     "known handles checked after: %" PRIu64
 			     " confirmed, %" PRIu64 " contradicted",
-			     k->offset, k->named, k->refused, k->confirmed,
+			     k->offset, k->guessed ? "guessed" : "learned",
+			     k->named, k->refused, k->confirmed,
 			     k->contradicted);
 }
