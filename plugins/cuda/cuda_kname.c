@@ -267,7 +267,9 @@ char *nt_cuda_koff_name(struct nt_cuda_koff *k, nt_cuda_mem_fn mem,
 	if (k->offset < 0)
 		return NULL;
 	s = nt_cuda_koff_read(k, mem, arg, pid, handle);
-	if (!s || !nt_cuda_kname_plausible(s)) {
+	if (!s)
+		return NULL; /* unreadable, or no string there */
+	if (!nt_cuda_kname_plausible(s)) {
 		k->refused++;
 		free(s);
 		return NULL;
