@@ -1474,7 +1474,7 @@ int nt_cuda_learn_kname(struct nt_cuda_state *st,
 }
 
 static const char *kernel_name_from_memory(struct nt_cuda_state *st,
-					   struct nt_cuda_proc *p,
+					   struct nt_cuda_proc *p, int layer,
 					   uint64_t func);
 
 const char *nt_cuda_kernel_name(struct nt_cuda_state *st, uint32_t pid,
@@ -1500,13 +1500,16 @@ const char *nt_cuda_kernel_name(struct nt_cuda_state *st, uint32_t pid,
 				return smap_get(&p->knames, func);
 		}
 	}
-	return kernel_name_from_memory(st, p, func);
+	return kernel_name_from_memory(st, p, layer, func);
 }
 
 /* Attach-time name of a handle made before the attach: read from the
- * driver's struct at the learned offset ("" until one is learned). */
+ * driver's struct at the learned offset ("" until one is learned). A
+ * driver handle that cannot be named so is remembered as "" (the timer
+ * asks for every unnamed counter's name each tick); a runtime func is not,
+ * its symbol may be found once the core rereads the memory map. */
 static const char *kernel_name_from_memory(struct nt_cuda_state *st,
-					   struct nt_cuda_proc *p,
+					   struct nt_cuda_proc *p, int layer,
 					   uint64_t func)
 {
 	char *name;
@@ -1514,8 +1517,11 @@ static const char *kernel_name_from_memory(struct nt_cuda_state *st,
 	if (!st->mem || st->koff.offset < 0)
 		return "";
 	name = nt_cuda_koff_name(&st->koff, st->mem, st->mem_arg, p->pid, func);
-	if (!name)
+	if (!name) {
+		if (layer == NT_CUDA_LAYER_DRIVER)
+			smap_put(&p->knames, func, strdup(""));
 		return "";
+	}
 	nt_cuda_kn_set_method(&p->kn, func, NT_KNAME_MEMORY);
 	if (smap_put(&p->knames, func, name) != 0)
 		return "";
@@ -1530,13 +1536,15 @@ const char *nt_cuda_launch_name(struct nt_cuda_state *st,
 
 	if (!p)
 		return "";
-	if (rl->layer == NT_CUDA_LAYER_DRIVER &&
-	    !smap_get(&p->knames, rl->func)) {
+	if (rl->layer == NT_CUDA_LAYER_DRIVER) {
+		/* any driver launch of the thread takes the runtime launch
+		 * before it (a later one must not be joined to it) */
 		uint64_t rt = nt_cuda_kn_join_driver(&p->kn, rl->hdr.tid,
 						     rl->hdr.ts_ns);
 		const char *rn = rt ? smap_get(&p->knames, rt) : NULL;
+		const char *have = smap_get(&p->knames, rl->func);
 
-		if (rn && rn[0]) {
+		if (rn && rn[0] && (!have || !have[0])) {
 			kname_known(st, p, rl->func, rn, NT_KNAME_JOIN);
 			smap_put(&p->knames, rl->func, strdup(rn));
 		}
