@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../plugins/cuda/cuda_decode.h"
 #include "../../plugins/cuda/cuda_kname.h"
 
 /* Synthetic memory: regions at fixed addresses. */
@@ -216,6 +217,81 @@ START_TEST(test_join)
 }
 END_TEST
 
+/* Host stubs 0x1000.. named by the symbolizer, nothing else. */
+static int stub_sym(void *arg, uint32_t pid, uint64_t addr,
+		    struct nt_symbol *s)
+{
+	(void)arg;
+	(void)pid;
+	memset(s, 0, sizeof(*s));
+	if (addr >= 0x1000 && addr < 0x1000 + 4 * 0x10) {
+		static const char *const n[] = { mangled[0], mangled[1],
+						 mangled[2], mangled[3] };
+
+		s->name = demangled[0]; /* the core demangles */
+		if (addr != 0x1000)
+			s->name = n[(addr - 0x1000) / 0x10];
+		s->module = "/w/job";
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static struct nt_cuda_raw_launch rec(int layer, uint32_t tid, uint64_t ts,
+				     uint64_t func)
+{
+	struct nt_cuda_raw_launch r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.pid = 1;
+	r.hdr.tid = tid;
+	r.hdr.ts_ns = ts;
+	r.layer = (uint8_t)layer;
+	r.func = func;
+	r.first = 1;
+	return r;
+}
+
+/* The decoder end to end: runtime launches named by their stubs, the
+ * driver launches they made joined, the offset learned from the joins,
+ * an old driver handle named from memory, a direct driver launch after a
+ * joined one on the same thread not joined. */
+START_TEST(test_decoder_join_and_memory)
+{
+	static struct mem m;
+	struct nt_cuda_state st;
+	struct nt_cuda_raw_launch r;
+
+	build(&m);
+	nt_cuda_state_init(&st, stub_sym, NULL);
+	st.mem = mem_read;
+	st.mem_arg = &m;
+	for (int i = 0; i < 3; i++) {
+		r = rec(NT_CUDA_LAYER_RUNTIME, 5, 1000 + i * 100, 0x1000 + i * 0x10);
+		ck_assert_str_ne(nt_cuda_launch_name(&st, &r), "");
+		r = rec(NT_CUDA_LAYER_DRIVER, 5, 1010 + i * 100, H(i));
+		ck_assert_str_eq(nt_cuda_launch_name(&st, &r),
+				 i ? mangled[i] : demangled[0]);
+		ck_assert_int_eq(nt_cuda_kernel_method(&st, 1, H(i)), NT_KNAME_JOIN);
+		ck_assert_int_eq(nt_cuda_kernel_method(&st, 1, 0x1000 + i * 0x10),
+				 NT_KNAME_SYMBOL);
+	}
+	ck_assert_int_eq(st.koff.offset, 72);
+	/* a direct driver launch on thread 5 right after: memory, not join */
+	r = rec(NT_CUDA_LAYER_DRIVER, 5, 1250, H(6));
+	ck_assert_str_eq(nt_cuda_launch_name(&st, &r), "triton_poi_fused_add_0");
+	ck_assert_int_eq(nt_cuda_kernel_method(&st, 1, H(6)), NT_KNAME_MEMORY);
+	/* an unreadable driver handle: unnamed, remembered as such */
+	r = rec(NT_CUDA_LAYER_DRIVER, 6, 2000, 0x70000);
+	ck_assert_str_eq(nt_cuda_launch_name(&st, &r), "");
+	m.reads = 0;
+	ck_assert_str_eq(nt_cuda_kernel_name(&st, 1, NT_CUDA_LAYER_DRIVER, 0x70000), "");
+	ck_assert_int_eq(m.reads, 0);
+	ck_assert_int_eq(nt_cuda_kernel_method(&st, 1, 0x70000), NT_KNAME_NONE);
+	nt_cuda_state_fini(&st);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cuda_kname");
@@ -228,6 +304,7 @@ int main(void)
 	tcase_add_test(tc, test_guess_from_unknown);
 	tcase_add_test(tc, test_plausible);
 	tcase_add_test(tc, test_join);
+	tcase_add_test(tc, test_decoder_join_and_memory);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
