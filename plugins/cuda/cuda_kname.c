@@ -205,28 +205,33 @@ static uint64_t str_hash(const char *s)
 	return h ? h : 1;
 }
 
-/* The lowest slot where every observed handle names a plausible kernel,
- * all names different; -1 if none. The lowest: the handle points to its
+/* Does slot i name 4 in 5 observed handles or more, all names different? */
+static bool slot_names_most(const struct nt_cuda_koff *k, int i)
+{
+	uint32_t named = 0;
+
+	for (uint32_t a = 0; a < k->nobs; a++) {
+		if (!k->obs[a][i])
+			continue;
+		named++;
+		for (uint32_t b = 0; b < a; b++)
+			if (k->obs[a][i] == k->obs[b][i])
+				return false; /* shared: a module's name */
+	}
+	return named * 5 >= k->nobs * 4;
+}
+
+/* The lowest slot that names most observed handles (4 in 5: a handle of
+ * another kind, a CUkernel among CUfunctions, may hold it elsewhere), all
+ * names different; -1 if none. The lowest: the handle points to its
  * struct's start, and what lies past the struct (the next function's
  * struct, its name pointer included) would qualify as well. */
 static int guess_offset(const struct nt_cuda_koff *k)
 {
-	int found = -1;
-
-	for (int i = 0; i < NT_CUDA_KOFF_SLOTS; i++) {
-		bool ok = true;
-
-		for (uint32_t a = 0; ok && a < k->nobs; a++) {
-			ok = k->obs[a][i] != 0;
-			for (uint32_t b = 0; ok && b < a; b++)
-				ok = k->obs[a][i] != k->obs[b][i];
-		}
-		if (ok) {
-			found = i;
-			break;
-		}
-	}
-	return found < 0 ? -1 : found * 8;
+	for (int i = 0; i < NT_CUDA_KOFF_SLOTS; i++)
+		if (slot_names_most(k, i))
+			return i * 8;
+	return -1;
 }
 
 int nt_cuda_koff_observe(struct nt_cuda_koff *k, nt_cuda_mem_fn mem,

@@ -17,8 +17,9 @@
  *   (identifier-like, a `_Z` name must demangle). With no known name at
  *   all (a steady job at the driver layer makes no handle after the
  *   attach), the offset is guessed from the unknown handles themselves:
- *   the lowest slot where each of NT_CUDA_KOFF_GUESS_MIN or more handles
- *   points to a plausible name, all different (a module's name, shared by
+ *   once NT_CUDA_KOFF_GUESS_MIN handles or more were looked at, the
+ *   lowest slot where 4 in 5 of them point to a plausible name, all
+ *   different (a module's name, shared by
  *   its kernels, is not taken; the lowest, since the next function's
  *   struct may follow this one). A known name later overrules a guess.
  *

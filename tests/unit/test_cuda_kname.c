@@ -161,12 +161,16 @@ START_TEST(test_guess_from_unknown)
 	char *s;
 
 	build(&m);
+	/* handle 3 is of another kind: its name pointer at 120 */
+	put_struct(&m, 0x30000, 120, put_str(&m, 0x31000, "_Z3oddv"), 0x90000);
 	nt_cuda_koff_init(&k);
 	for (int i = 0; i < 7; i++)
-		ck_assert_int_eq(nt_cuda_koff_observe(&k, mem_read, &m, 1, H(i)), 0);
+		ck_assert_int_eq(nt_cuda_koff_observe(&k, mem_read, &m, 1,
+						      i == 3 ? 0x30000 : H(i)), 0);
 	ck_assert_int_eq(k.offset, -1);
-	/* the 8th: slot 72 names each differently; the module at 16 is
-	 * plausible but shared, the self pointer at 0 names nothing */
+	/* the 8th: slot 72 names 7 of 8 (4 in 5 at least), each differently;
+	 * the module at 16 is plausible but shared, the self pointer at 0
+	 * names nothing, 120 names 1 */
 	ck_assert_int_eq(nt_cuda_koff_observe(&k, mem_read, &m, 1, H(7)), 1);
 	ck_assert_int_eq(k.offset, 72);
 	ck_assert(k.guessed);
