@@ -146,6 +146,7 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	nt_cuda_state_init(&c->st, sym_cb, c);
 	nt_hmap_init(&c->lc, sizeof(struct nt_cuda_launch_key),
 		     sizeof(struct lcount), 0);
+	c->st.mem = nt_cuda_mem_read_proc; /* attach-time kernel names */
 	c->st.stack_depth = (uint32_t)cfg->stack_depth;
 	err = fn_table_build(c);
 	if (!err)
@@ -278,6 +279,7 @@ static void cuda_flush(void *state)
 	ring_buffer__consume(c->rb);
 	sync_launches(c, 0, NULL, NULL);
 	sync_fns(c, 0);
+	log_kname_offset(c, false);
 	nt_bpf_report_drops(c->host, c->inst, bpf_map__fd(c->skel->maps.nt_drops),
 			    &c->drops_reported);
 }
@@ -292,6 +294,7 @@ static void cuda_detach(void *state)
 			sync_launches(c, 0, NULL, NULL);
 			sync_fns(c, 0);
 		}
+		log_kname_offset(c, true);
 	}
 	struct nt_linkset links = {0};
 	for (size_t i = 0; i < c->nlibs; i++) {

@@ -65,6 +65,7 @@ void nt_cuda_state_init(struct nt_cuda_state *st, nt_cuda_sym_fn sym,
 	st->sym = sym;
 	st->sym_arg = sym_arg;
 	st->stack_depth = NT_CUDA_STACK_MAX;
+	nt_cuda_koff_init(&st->koff);
 }
 
 _Static_assert(NT_CUDA_API_COUNT <= NT_CUDA_FN_BASE,
@@ -83,6 +84,7 @@ static void proc_free(struct nt_cuda_proc *p)
 	free(p->outst);
 	smap_free(&p->knames);
 	smap_free(&p->kparent);
+	nt_cuda_knproc_fini(&p->kn);
 	free(p);
 }
 
@@ -125,6 +127,7 @@ struct nt_cuda_proc *nt_cuda_proc_get(struct nt_cuda_state *st, uint32_t pid)
 		     PROC_HANDLES_MAX);
 	nt_hmap_init(&p->knames, sizeof(uint64_t), sizeof(char *), 0);
 	nt_hmap_init(&p->kparent, sizeof(uint64_t), sizeof(char *), 0);
+	nt_cuda_knproc_init(&p->kn);
 	return p;
 }
 
@@ -1334,6 +1337,17 @@ char *nt_cuda_demangle(const char *mangled)
 	return d;
 }
 
+/* A driver handle's name became known: say how, and let the offset learner
+ * look for it in the handle's struct (cuda_kname.h). */
+static void kname_known(struct nt_cuda_state *st, struct nt_cuda_proc *p,
+			uint64_t handle, const char *name, int method)
+{
+	nt_cuda_kn_set_method(&p->kn, handle, method);
+	if (st->mem)
+		nt_cuda_koff_teach(&st->koff, st->mem, st->mem_arg, p->pid,
+				   handle, name);
+}
+
 int nt_cuda_learn_kname(struct nt_cuda_state *st,
 			const struct nt_cuda_raw_kname *k, size_t size)
 {
@@ -1352,13 +1366,17 @@ int nt_cuda_learn_kname(struct nt_cuda_state *st,
 		/* the function inherits its kernel's name */
 		const char *kn = smap_get(&p->knames, k->parent);
 
-		return kn ? smap_put(&p->knames, k->handle, strdup(kn)) : 0;
+		if (!kn)
+			return 0;
+		kname_known(st, p, k->handle, kn, NT_KNAME_LOAD);
+		return smap_put(&p->knames, k->handle, strdup(kn));
 	}
 	if (!k->name_len)
 		return 0;
 	name = strndup(k->name, k->name_len);
 	if (!name)
 		return -ENOMEM;
+	kname_known(st, p, k->handle, name, NT_KNAME_LOAD);
 	{
 		char *d = nt_cuda_demangle(name);
 
@@ -1369,6 +1387,10 @@ int nt_cuda_learn_kname(struct nt_cuda_state *st,
 	}
 	return smap_put(&p->knames, k->handle, name);
 }
+
+static const char *kernel_name_from_memory(struct nt_cuda_state *st,
+					   struct nt_cuda_proc *p, int layer,
+					   uint64_t func);
 
 const char *nt_cuda_kernel_name(struct nt_cuda_state *st, uint32_t pid,
 				int layer, uint64_t func)
@@ -1388,11 +1410,77 @@ const char *nt_cuda_kernel_name(struct nt_cuda_state *st, uint32_t pid,
 		    sym.name[0]) {
 			char *c = strdup(sym.name);
 
+			nt_cuda_kn_set_method(&p->kn, func, NT_KNAME_SYMBOL);
 			if (c && smap_put(&p->knames, func, c) == 0)
 				return smap_get(&p->knames, func);
 		}
 	}
-	return "";
+	return kernel_name_from_memory(st, p, layer, func);
+}
+
+/* Attach-time name of a handle made before the attach: read from the
+ * driver's struct at the learned offset ("" until one is learned). A
+ * driver handle that cannot be named so is remembered as "" (the timer
+ * asks for every unnamed counter's name each tick); a runtime func is not,
+ * its symbol may be found once the core rereads the memory map. */
+static const char *kernel_name_from_memory(struct nt_cuda_state *st,
+					   struct nt_cuda_proc *p, int layer,
+					   uint64_t func)
+{
+	char *name;
+
+	if (!st->mem || st->koff.offset < 0)
+		return "";
+	name = nt_cuda_koff_name(&st->koff, st->mem, st->mem_arg, p->pid, func);
+	if (!name) {
+		if (layer == NT_CUDA_LAYER_DRIVER)
+			smap_put(&p->knames, func, strdup(""));
+		return "";
+	}
+	nt_cuda_kn_set_method(&p->kn, func, NT_KNAME_MEMORY);
+	if (smap_put(&p->knames, func, name) != 0)
+		return "";
+	return smap_get(&p->knames, func);
+}
+
+const char *nt_cuda_launch_name(struct nt_cuda_state *st,
+				const struct nt_cuda_raw_launch *rl)
+{
+	struct nt_cuda_proc *p = nt_cuda_proc_get(st, rl->hdr.pid);
+	const char *name;
+
+	if (!p)
+		return "";
+	if (rl->layer == NT_CUDA_LAYER_DRIVER) {
+		/* any driver launch of the thread takes the runtime launch
+		 * before it (a later one must not be joined to it) */
+		uint64_t rt = nt_cuda_kn_join_driver(&p->kn, rl->hdr.tid,
+						     rl->hdr.ts_ns);
+		const char *rn = rt ? smap_get(&p->knames, rt) : NULL;
+		const char *have = smap_get(&p->knames, rl->func);
+
+		if (rn && rn[0] && (!have || !have[0])) {
+			kname_known(st, p, rl->func, rn, NT_KNAME_JOIN);
+			smap_put(&p->knames, rl->func, strdup(rn));
+		}
+	}
+	if (rl->layer == NT_CUDA_LAYER_DRIVER && st->mem && st->koff.offset < 0 &&
+	    !smap_get(&p->knames, rl->func))
+		nt_cuda_koff_observe(&st->koff, st->mem, st->mem_arg, p->pid,
+				     rl->func);
+	name = nt_cuda_kernel_name(st, rl->hdr.pid, rl->layer, rl->func);
+	if (rl->layer == NT_CUDA_LAYER_RUNTIME && name[0])
+		nt_cuda_kn_note_runtime(&p->kn, rl->hdr.tid, rl->hdr.ts_ns,
+					rl->func);
+	return name;
+}
+
+int nt_cuda_kernel_method(struct nt_cuda_state *st, uint32_t pid,
+			  uint64_t func)
+{
+	struct nt_cuda_proc *p = nt_cuda_proc_find(st, pid);
+
+	return p ? nt_cuda_kn_method(&p->kn, func) : NT_KNAME_NONE;
 }
 
 int nt_cuda_decode_launch(struct nt_cuda_state *st,
@@ -1405,7 +1493,7 @@ int nt_cuda_decode_launch(struct nt_cuda_state *st,
 	if (size < NT_CUDA_RAW_LAUNCH_FIXED || rl->nframes > NT_CUDA_STACK_MAX ||
 	    size < NT_CUDA_RAW_LAUNCH_FIXED + rl->nframes * 8ull)
 		return -EINVAL;
-	name = nt_cuda_kernel_name(st, rl->hdr.pid, rl->layer, rl->func);
+	name = nt_cuda_launch_name(st, rl);
 	l = rec_start(st, out, NT_CUDA_EVT_LAUNCH, &rl->hdr, sizeof(*l));
 	l->cgroup_id = rl->cgroup_id;
 	l->api = rl->api;

@@ -20,6 +20,7 @@
 #include "cuda.h"
 #include "cuda_raw.h"
 #include "cuda_graph.h"
+#include "cuda_kname.h"
 #include "ntcore/kit/hmap.h"
 
 /* Published event types, index into nt_cuda_state.type_ids. */
@@ -95,6 +96,7 @@ struct nt_cuda_proc {
 	size_t noutst;
 	struct nt_hmap knames;  /* runtime func / driver handle -> owned char * */
 	struct nt_hmap kparent; /* driver: CUfunction -> CUkernel (owned char *) */
+	struct nt_cuda_knproc kn;     /* how each kernel was named; the join */
 	struct nt_cuda_totals tot;
 	struct nt_cuda_graphs graphs; /* kernels of its CUDA graphs */
 	struct nt_hmap vmm;           /* cuMemCreate handle -> struct nt_cuda_vmm */
@@ -107,6 +109,9 @@ struct nt_cuda_state {
 	uint32_t type_ids[NT_CUDA_EVT_N];
 	nt_cuda_sym_fn sym;
 	void *sym_arg;
+	nt_cuda_mem_fn mem;           /* reads a target's memory; NULL: never */
+	void *mem_arg;
+	struct nt_cuda_koff koff;     /* learned offset of a handle's name */
 	uint32_t stack_depth;         /* frames kept in a formatted stack */
 	struct nt_hmap procs;         /* pid -> struct nt_cuda_proc * (owned) */
 	struct nt_cuda_stack_cache stacks; /* formatted stacks (stackcache.h) */
@@ -173,6 +178,14 @@ int nt_cuda_learn_kname(struct nt_cuda_state *st,
  * host stub, driver by the handle map; cached per process. Never NULL:
  * "" when unknown.
  */
+/* The name of a launch record's kernel, after the attach-time join
+ * (cuda_kname.h): a runtime launch is remembered per thread, a driver
+ * launch of an unnamed handle that follows it gets its name. */
+const char *nt_cuda_launch_name(struct nt_cuda_state *st,
+				const struct nt_cuda_raw_launch *rl);
+/* How func's name was found (enum nt_cuda_kname_method). */
+int nt_cuda_kernel_method(struct nt_cuda_state *st, uint32_t pid,
+			  uint64_t func);
 const char *nt_cuda_kernel_name(struct nt_cuda_state *st, uint32_t pid,
 				int layer, uint64_t func);
 /* A launch made while its thread captured a graph (first ==

@@ -54,6 +54,8 @@ void sync_launches(struct cuda *c, uint32_t only_pid,
 
 				c->host->metric_add(c->m[M_LAUNCH], lv,
 						    (double)(cnt - lc->count));
+				count_named(c, key.tgid, key.func,
+					    cnt - lc->count);
 				p = nt_cuda_proc_get(&c->st, key.tgid);
 				if (p)
 					p->tot.launches += cnt - lc->count;
@@ -224,4 +226,39 @@ void reap_dead(struct cuda *c, bool all)
 		/* the table changed under the iteration: start over */
 		nt_hmap_iter_init(&it, &c->st.procs);
 	}
+}
+
+/* Attach-time names (cuda_kname.h): say once which offset of the driver's
+ * function struct was learned, and at detach how often it served. */
+void log_kname_offset(struct cuda *c, bool final)
+{
+	const struct nt_cuda_koff *k = &c->st.koff;
+
+	if (k->offset >= 0 && !c->st.koff.announced) {
+		c->st.koff.announced = true;
+		if (k->guessed)
+			nt_log_info(c, "attach-time names: a driver function's "
+				     "name is at offset %d of its struct, "
+				     "guessed from %u unknown handles (no known "
+				     "name to confirm it)", k->offset, k->nobs);
+		else
+			nt_log_info(c, "attach-time names: a driver function's "
+				     "name is at offset %d of its struct (%u "
+				     "known handles agreed)", k->offset,
+				     k->agree[k->offset / 8]);
+	}
+	if (!final || (!k->taught && !k->nobs))
+		return;
+	if (k->offset < 0)
+		nt_log_info(c, "attach-time names: no name offset learned from "
+			     "%u known and %u unknown handles", k->taught,
+			     k->nobs);
+	else
+		nt_log_info(c, "attach-time names: offset %d (%s) named %" PRIu64
+			     " handles from memory (%" PRIu64 " refused); "
+			     "known handles checked after: %" PRIu64
+			     " confirmed, %" PRIu64 " contradicted",
+			     k->offset, k->guessed ? "guessed" : "learned",
+			     k->named, k->refused, k->confirmed,
+			     k->contradicted);
 }

@@ -71,7 +71,7 @@ struct cuda_cfg {
 enum {
 	M_LAUNCH, M_GRAPH, M_DEVBYTES, M_ALLOC_BYTES, M_ALLOCS, M_FREE_BYTES,
 	M_FREES, M_COPY_BYTES, M_COPIES, M_COPY_SEC, M_COPY_BW, M_SYNC_SEC,
-	M_SYNCS, M_ERRORS, M_CALLS, M_CALL_SEC, M_SLOW, M_N
+	M_SYNCS, M_ERRORS, M_CALLS, M_CALL_SEC, M_SLOW, M_NAMED, M_N
 };
 
 struct lib {
@@ -160,6 +160,11 @@ void cuda_attach_discovery(struct cuda *c);
 /* cuda_publish.c */
 int sym_cb(void *arg, uint32_t pid, uint64_t addr, struct nt_symbol *out);
 const char *pid_s(struct cuda *c, uint32_t pid);
+/* n launches of func counted: add them to the launches named by its naming
+ * method (ntcore_cuda_launches_named_total, cuda_kname.h). */
+void count_named(struct cuda *c, uint32_t pid, uint64_t func, uint64_t n);
+/* Logs the learned name offset once; final: and how often it served. */
+void log_kname_offset(struct cuda *c, bool final);
 struct lcount *lc_get(struct cuda *c, const struct nt_cuda_launch_key *k);
 void lc_forget_slots(struct cuda *c);
 struct fcount *fc_get(struct cuda *c, const struct nt_cuda_fn_key *k);

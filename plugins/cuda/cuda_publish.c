@@ -92,7 +92,16 @@ void count_graph_kernels(struct cuda *c, uint32_t pid, uint64_t exec)
 		}
 		const char *lv[] = { pidb, name };
 		c->host->metric_add(c->m[M_LAUNCH], lv, 1);
+		count_named(c, pid, k->k[i].func, 1);
 	}
+}
+
+void count_named(struct cuda *c, uint32_t pid, uint64_t func, uint64_t n)
+{
+	int method = nt_cuda_kernel_method(&c->st, pid, func);
+	const char *lv[] = { pid_s(c, pid), nt_cuda_kname_method_name(method) };
+
+	c->host->metric_add(c->m[M_NAMED], lv, (double)n);
 }
 
 void account(struct cuda *c, const struct nt_event_hdr *ev)

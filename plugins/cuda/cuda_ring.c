@@ -160,7 +160,7 @@ int on_record(void *ctx, void *data, size_t size)
 		if (!c->cfg->launch_events) {
 			/* first launch: name it while the process lives, and
 			 * give it a fast-path slot */
-			nt_cuda_kernel_name(&c->st, h->pid, rl->layer, rl->func);
+			nt_cuda_launch_name(&c->st, rl);
 			if (rl->first)
 				slot_install(c, h->pid, rl->api, rl->func);
 			break;

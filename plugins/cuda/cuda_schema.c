@@ -165,6 +165,7 @@ const struct nt_schema cuda_schemas[NT_CUDA_EVT_N] = {
 
 static const char *const l_kernel[] = { "pid", "kernel" };
 static const char *const l_pid[] = { "pid" };
+static const char *const l_named[] = { "pid", "method" };
 static const char *const l_mem[] = { "pid", "device", "kind" };
 static const char *const l_dir[] = { "pid", "direction" };
 static const char *const l_sync[] = { "pid", "kind" };
@@ -194,5 +195,6 @@ const struct nt_metric_desc cuda_metric_tmpl[M_N] = {
 	[M_ERRORS] = { "ntcore_cuda_api_errors_total", "Failed CUDA calls per function and error name", NT_METRIC_COUNTER, 3, l_err, NULL, 0, 0 },
 	[M_CALLS] = { "ntcore_cuda_calls_total", "Function-table calls", NT_METRIC_COUNTER, 3, l_fn, NULL, 0, 0 },
 	[M_CALL_SEC] = { "ntcore_cuda_call_seconds", "Function-table call latency", NT_METRIC_HISTOGRAM, 3, l_fn, fn_bounds, NT_CUDA_FN_BUCKETS, 0 },
+	[M_NAMED] = { "ntcore_cuda_launches_named_total", "Kernel launches by how the kernel's name was found (load, symbol, join, memory; none: unnamed)", NT_METRIC_COUNTER, 2, l_named, NULL, 0, 0 },
 	[M_SLOW] = { "ntcore_cuda_slow_calls_total", "Function-table calls over the entry's threshold", NT_METRIC_COUNTER, 3, l_fn, NULL, 0, 0 },
 };

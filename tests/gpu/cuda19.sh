@@ -19,7 +19,10 @@
 #             list, OOM alert live bytes within 1 % of memory_reserved(), and
 #             the leak, OOM, error and hang alerts name the Python function
 #   attach    ntcore -p to a training job running for over a minute: >= 95 %
-#             of the launches named; unnamed handles' memory probed (files)
+#             of the launches named at the default layer and with
+#             launch_layer = "both" (by method: load, symbol, join, memory),
+#             the first run's names found by the second; unnamed handles'
+#             memory probed (files/attach-handles.json)
 # Output: $OUTDIR/summary.txt (PASS/FAIL per check), cuda19.log, files/*.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -135,18 +138,25 @@ say "attach: -p to a job running for over a minute"
 while [ $(( $(date +%s) - JOB_T0 )) -lt 65 ] && kill -0 "$JOBPID" 2>/dev/null; do sleep 1; done
 if kill -0 "$JOBPID" 2>/dev/null; then
 	echo "job pid $JOBPID, running for $(( $(date +%s) - JOB_T0 )) s: $(tail -1 "$W/job.out")"
-	cat > "$W/attach.conf" <<CONF
+	# 1: the default layer (driver): names from the learned or guessed
+	# offset of the driver's function structs; 2: launch_layer = "both":
+	# host stubs and the runtime -> driver join as well (docs/cuda.md)
+	for run in attach attach-both; do
+		layer=auto; [ $run = attach-both ] && layer=both
+		cat > "$W/$run.conf" <<CONF
 ntcore = { log_level = "info"; };
 plugins = (
-  { plugin = "cuda"; interval_ms = 200; },
-  { plugin = "file"; path = "$W/attach.jsonl"; metrics = true; interval_ms = 500;
+  { plugin = "cuda"; interval_ms = 200; launch_layer = "$layer"; },
+  { plugin = "file"; path = "$W/$run.jsonl"; metrics = true; interval_ms = 500;
     events = [ "cuda.library" ]; }
 );
 CONF
-	timeout -s INT 15 "$NT" -c "$W/attach.conf" -p "$JOBPID" > "$W/attach.out" 2>&1
-	echo "ntcore exit $?; $(grep -E 'launches probed|probes attached|rror' "$W/attach.out" | head -4)"
+		timeout -s INT 12 "$NT" -c "$W/$run.conf" -p "$JOBPID" > "$W/$run.out" 2>&1
+		echo "$run: ntcore exit $?; $(grep -E 'launches probed|rror' "$W/$run.out" | head -3)"
+		grep -E 'attach-time names' "$W/$run.out" | sed "s/^/$run: /"
+	done
 	"$PY" "$HERE/cuda19_check.py" attach "$W/attach.jsonl" "$JOBPID" "$W/attach-handles.json" \
-		> "$W/attach.chk" 2>&1
+		"$W/attach-both.jsonl" > "$W/attach.chk" 2>&1
 	cat "$W/attach.chk"; record "$W/attach.chk" attach
 else
 	echo "FAIL attach: the job died: $(tail -5 "$W/job.out")" | tee -a "$SUM"

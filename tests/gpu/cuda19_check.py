@@ -12,9 +12,14 @@ dry-run on the fixtures' output where no PyTorch is installed).
                                                of memory_reserved(); the leak, OOM,
                                                error and hang alerts name the
                                                planted Python function
-  cuda19_check.py attach NT.jsonl PID OUT.json share of launches with a name after
-                                               an attach (>= 95 %); reads unnamed
-                                               handles' memory for the next step
+  cuda19_check.py attach NT.jsonl PID OUT.json [BOTH.jsonl]
+                                               share of launches with a name after
+                                               an attach (>= 95 %) and by which
+                                               method; reads unnamed handles'
+                                               memory; BOTH: a second attach with
+                                               launch_layer = "both": its share,
+                                               and the first run's names found
+                                               by it too
   cuda19_check.py stacks NT.jsonl              stacks are root first, the CUDA
                                                function last
 
@@ -150,18 +155,53 @@ def check_alerts(nt_path, wl_path):
     return ok
 
 
-def check_attach(nt_path, pid, out_path):
+def last_by_label(ev, pid, metric, label):
+    """Counter(label value -> value) of the newest snapshot of one process
+    (counters start at the attach: the newest is the whole window)."""
+    snaps = defaultdict(Counter)
+    for e in ev:
+        if e.get("type") == "metric" and e.get("name") == metric and \
+                e.get("labels", {}).get("pid") == str(pid):
+            snaps[e["ts"]][e["labels"].get(label, "")] = e["value"]
+    return sorted(snaps.items())[-1][1] if snaps else Counter()
+
+
+def attach_share(nt_path, pid, tag):
+    """(ok, {kernel: launches}) of one attach run; prints its verdict and
+    which naming method named how many launches."""
     ev = load(nt_path)
-    snaps = snapshots(ev, pid)
-    last = snaps[-1][1] if snaps else Counter()
+    last = last_by_label(ev, pid, "ntcore_cuda_launches_total", "kernel")
+    meth = last_by_label(ev, pid, "ntcore_cuda_launches_named_total", "method")
     total = sum(last.values())
     unnamed = {k: v for k, v in last.items() if k.startswith("0x")}
     named = total - sum(unnamed.values())
     share = named / total if total else 0.0
-    ok = verdict(total > 0 and share >= 0.95, "attach.named",
-                 f"{named} of {total} launches named ({100 * share:.1f} %), "
-                 f"{len(unnamed)} unnamed handles")
+    ok = verdict(total > 0 and share >= 0.95, tag,
+                 f"{int(named)} of {int(total)} launches in the window named "
+                 f"({100 * share:.1f} %), {len(unnamed)} unnamed handles; by method "
+                 + ", ".join(f"{m} {int(v)}" for m, v in sorted(meth.items())))
+    return ok, last
+
+
+def check_attach(nt_path, pid, out_path, both_path=None):
+    ok, last = attach_share(nt_path, pid, "attach.named")
+    unnamed = {k: v for k, v in last.items() if k.startswith("0x")}
     probe_handles(pid, sorted(unnamed, key=lambda k: -unnamed[k])[:8], out_path)
+    if both_path:
+        ok_b, last_b = attach_share(both_path, pid, "attach.named_both")
+        # the default run's names (guessed or learned offset) against the
+        # names the second run found with host stubs and the join
+        names_b = {k for k in last_b if not k.startswith("0x")}
+        named_a = {k: v for k, v in last.items() if not k.startswith("0x")}
+        agree = sum(v for k, v in named_a.items() if k in names_b)
+        tot_a = sum(named_a.values())
+        odd = sorted((k for k in named_a if k not in names_b),
+                     key=lambda k: -named_a[k])[:3]
+        ok_c = verdict(tot_a > 0 and agree >= 0.95 * tot_a, "attach.names_agree",
+                       f"{int(agree)} of {int(tot_a)} named launches of the default "
+                       f"run carry a name the launch_layer=both run also found; "
+                       f"not found: {[k[:80] for k in odd]}")
+        ok = ok and ok_b and ok_c
     return ok
 
 
@@ -228,7 +268,8 @@ def main():
     elif mode == "alerts":
         ok = check_alerts(sys.argv[2], sys.argv[3])
     elif mode == "attach":
-        ok = check_attach(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        ok = check_attach(sys.argv[2], int(sys.argv[3]), sys.argv[4],
+                          sys.argv[5] if len(sys.argv) > 5 else None)
     elif mode == "stacks":
         ok = check_stacks(sys.argv[2])
     else:
