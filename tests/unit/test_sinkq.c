@@ -26,6 +26,7 @@ struct consumer {
 	int n_polls;
 	int signals[4], n_signals;
 	uint64_t got_at_signal;
+	int entered; /* atomic: consume calls begun (one may wait at the gate) */
 };
 
 static void c_consume(void *arg, const struct nt_event_hdr *ev,
@@ -34,6 +35,7 @@ static void c_consume(void *arg, const struct nt_event_hdr *ev,
 	struct consumer *c = arg;
 	const struct rec *r = (const struct rec *)ev;
 
+	__atomic_add_fetch(&c->entered, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&c->gate);
 	pthread_mutex_unlock(&c->gate);
 	if (schema != &rec_schema) /* no ck_assert off the test's thread */
@@ -177,6 +179,11 @@ START_TEST(posted_after_the_events_before)
 		ck_assert(nt_sinkq_push(q, &r.hdr, &rec_schema));
 	}
 	nt_sinkq_commit(q);
+	/* the sink's thread has taken this batch and waits at the gate, so
+	 * both posts below wait together (on a slow machine it could otherwise
+	 * take the first post with the batch and run the poll twice) */
+	while (__atomic_load_n(&c.entered, __ATOMIC_ACQUIRE) == 0)
+		sched_yield();
 	ck_assert_int_eq(nt_sinkq_post_poll(q, 7, NULL), 0);
 	ck_assert_int_eq(nt_sinkq_post_poll(q, 7, NULL), 0); /* once */
 	nt_sinkq_post_signal(q, 10);
