@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "an_util.h"
+#include "ntcore/kit/log.h"
 
 static const struct nt_field alert_fields[] = {
 	NT_ALERT_FIELDS(struct an_alert_rec),
@@ -76,8 +77,21 @@ int an_alert_publish(struct an *a, const struct an_alert *al)
 	ret = a->host->publish(a->inst, &r->hdr);
 	free(r);
 	a->host->metric_add(a->m_alerts, lv, 1);
-	a->host->log(a->inst, NT_LOG_WARN, "%s", al->message);
+	nt_log_warn(a, "%s", al->message);
 	return ret;
+}
+
+int an_alert_publish_sb(struct an *a, struct an_alert *al, struct an_sb *msg,
+			struct an_sb *ev)
+{
+	int rc;
+
+	al->message = an_sb_str(msg);
+	al->evidence = an_sb_str(ev);
+	rc = an_alert_publish(a, al);
+	an_sb_free(msg);
+	an_sb_free(ev);
+	return rc;
 }
 
 uint32_t an_severity(const char *word)

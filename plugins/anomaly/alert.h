@@ -15,6 +15,7 @@
 
 #include "ntcore/plugin.h"
 
+#include "an_util.h"
 #include "anomaly.h"
 #include "view.h"
 
@@ -45,6 +46,10 @@ struct an_alert {
 /* Publishes one alert, counts it, logs its message. Returns publish's
  * result or -ENOMEM. */
 int an_alert_publish(struct an *a, const struct an_alert *al);
+/* The same with the message and evidence built in msg and ev, which are
+ * freed (the detectors' common ending). */
+int an_alert_publish_sb(struct an *a, struct an_alert *al, struct an_sb *msg,
+			struct an_sb *ev);
 
 /* A human name for a series; writes into buf and returns it. */
 const char *an_series_name(const struct an *a, const struct an_series *s,

@@ -3,7 +3,6 @@
 #include "an_util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,29 +32,6 @@ void an_sb_putn(struct an_sb *b, const char *s, size_t n)
 void an_sb_puts(struct an_sb *b, const char *s)
 {
 	nt_sb_puts(&b->k, s);
-}
-
-void an_sb_printf(struct an_sb *b, const char *fmt, ...)
-{
-	va_list ap;
-	char small[256], *big = NULL;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < sizeof(small)) {
-		nt_sb_put(&b->k, small, (size_t)n);
-		return;
-	}
-	va_start(ap, fmt);
-	n = vasprintf(&big, fmt, ap);
-	va_end(ap);
-	if (n >= 0)
-		nt_sb_put(&b->k, big, (size_t)n);
-	free(big);
 }
 
 void an_sb_json_str(struct an_sb *b, const char *s)

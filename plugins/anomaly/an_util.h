@@ -26,8 +26,8 @@ void an_sb_free(struct an_sb *b);
 void an_sb_reset(struct an_sb *b);
 void an_sb_putn(struct an_sb *b, const char *s, size_t n);
 void an_sb_puts(struct an_sb *b, const char *s);
-void an_sb_printf(struct an_sb *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* printf (the kit's: all or nothing) */
+#define an_sb_printf(b, ...) nt_sb_printf(&(b)->k, __VA_ARGS__)
 /* Appends `s` as a quoted JSON string. */
 void an_sb_json_str(struct an_sb *b, const char *s);
 /* Appends a finite double as JSON (non-finite values as null). */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/cfg.h"
+#include "ntcore/kit/log.h"
 #include "ntcore/plugin.h"
 
 #include "alert.h"
@@ -21,13 +23,6 @@
 #include "view.h"
 #include "watch.h"
 
-#define KEY(strct, name, type_, def_, min_, max_, desc_)                        \
-	{ .key = #name, .type = (type_), .offset = offsetof(strct, name),       \
-	  .def = (def_), .min = (min_), .max = (max_), .desc = (desc_) }
-#define CHOICE(strct, name, def_, ch, desc_)                                    \
-	{ .key = #name, .type = NT_CFG_STRING, .offset = offsetof(strct, name), \
-	  .def = (def_), .min = 1, .max = 0, .desc = (desc_), .choices = (ch) }
-
 static const char *const dir_choices[] = { "up", "down", "both", NULL };
 static const char *const slower_choices[] = { "up", "down", "both", "never", NULL };
 static const char *const fit_choices[] = { "grimshaw", "moments", NULL };
@@ -38,81 +33,80 @@ static const char *const sev_choices[] = { "info", "warning", "critical", NULL }
 
 #define W struct an_watch_cfg
 static const struct nt_cfg_key watch_keys[] = {
-	KEY(W, metrics, NT_CFG_STRING_LIST, NULL, 1, 0, "metric families to watch (globs)"),
-	KEY(W, labels, NT_CFG_STRING_LIST, "[]", 1, 0, "labels kept; series are summed over the others"),
-	KEY(W, where, NT_CFG_STRING_LIST, "[]", 1, 0, "filters \"label=glob\", all must match"),
-	CHOICE(W, direction, "\"up\"", dir_choices, "which way is bad: up, down or both"),
-	KEY(W, group, NT_CFG_STRING, "\"\"", 1, 0, "multivariate group these series join (\"\": none)"),
-	KEY(W, q, NT_CFG_FLOAT, "0.0", 0.0, 0.1, "risk per value (0: the instance's q)"),
-	KEY(W, min_change, NT_CFG_FLOAT, "0.0", 0.0, 1e6, "an alarm needs |x - normal| >= this x |normal|"),
-	KEY(W, min_delta, NT_CFG_FLOAT, "0.0", 0.0, 1e300, "an alarm needs |x - normal| >= this"),
-	KEY(W, n_init, NT_CFG_INT, "0", 0, 1000000, "warm-up values (0: the instance's n_init)"),
-	KEY(W, alert, NT_CFG_BOOL, "true", 1, 0, "publish alerts for these series (else: reasons and joint check only)"),
-	CHOICE(W, slower_when, "\"up\"", slower_choices, "which move of these series can make a training step slower, and so be named as its reason: up (times, latencies, counts), down (throughput, GPU busy), both, never"),
+	NT_KEY_STRLIST_REQUIRED(W, metrics, "metric families to watch (globs)"),
+	NT_KEY_STRLIST(W, labels, "[]", "labels kept; series are summed over the others"),
+	NT_KEY_STRLIST(W, where, "[]", "filters \"label=glob\", all must match"),
+	NT_KEY_CHOICE(W, direction, "up", dir_choices, "which way is bad: up, down or both"),
+	NT_KEY_STR(W, group, "", "multivariate group these series join (\"\": none)"),
+	NT_KEY_FLOAT(W, q, 0.0, 0.0, 0.1, "risk per value (0: the instance's q)"),
+	NT_KEY_FLOAT(W, min_change, 0.0, 0.0, 1e6, "an alarm needs |x - normal| >= this x |normal|"),
+	NT_KEY_FLOAT(W, min_delta, 0.0, 0.0, 1e300, "an alarm needs |x - normal| >= this"),
+	NT_KEY_INT(W, n_init, 0, 0, 1000000, "warm-up values (0: the instance's n_init)"),
+	NT_KEY_BOOL(W, alert, true, "publish alerts for these series (else: reasons and joint check only)"),
+	NT_KEY_CHOICE(W, slower_when, "up", slower_choices, "which move of these series can make a training step slower, and so be named as its reason: up (times, latencies, counts), down (throughput, GPU busy), both, never"),
 };
 #undef W
 
 #define R struct an_rule_cfg
 static const struct nt_cfg_key rule_keys[] = {
-	KEY(R, name, NT_CFG_STRING, NULL, 1, 0, "the rule's name"),
-	CHOICE(R, test, "\"above\"", test_choices, "above, share, ratio_to_mean, ratio_to_max"),
-	KEY(R, metric, NT_CFG_STRING, "\"\"", 1, 0, "metric family (glob) of a metric rule"),
-	KEY(R, event, NT_CFG_STRING, "\"\"", 1, 0, "event type (glob) of an event rule"),
-	KEY(R, field, NT_CFG_STRING, "\"\"", 1, 0, "numeric field of the event"),
-	KEY(R, over, NT_CFG_STRING, "\"\"", 1, 0, "share: the denominator family (same labels)"),
-	KEY(R, when_metric, NT_CFG_STRING, "\"\"", 1, 0, "gate: a family (same labels) that must be >= when_above"),
-	KEY(R, when_above, NT_CFG_FLOAT, "0.0", 1, 0, "the gate's limit"),
-	KEY(R, by, NT_CFG_STRING_LIST, "[]", 1, 0, "labels (or event fields) that key the rule"),
-	KEY(R, threshold, NT_CFG_FLOAT, NULL, 1, 0, "above/share: the limit; ratio_*: the factor"),
-	KEY(R, min_value, NT_CFG_FLOAT, "0.0", 1, 0, "values below never pass (share: the denominator)"),
-	KEY(R, sustain, NT_CFG_INT, "1", 1, 1000000, "passing values in a row before an alert"),
-	KEY(R, min_history, NT_CFG_INT, "10", 0, 1000000000, "ratio tests: earlier values needed"),
-	KEY(R, warmup_values, NT_CFG_INT, "10", 0, 1000000000, "warm-up: values of a key before the rule may fire (any test)"),
-	KEY(R, warmup_s, NT_CFG_FLOAT, "10.0", 0.0, 1e9, "warm-up: seconds since a key was first seen (in any of the rule's families) before the rule may fire"),
-	KEY(R, normal_before, NT_CFG_INT, "0", 0, 1000000000, "values that must not pass before the first that does"),
-	CHOICE(R, severity, "\"warning\"", sev_choices, "info, warning or critical"),
-	KEY(R, what, NT_CFG_STRING, "\"\"", 1, 0, "what the message calls it (\"\": the name)"),
+	NT_KEY_STR_REQUIRED(R, name, "the rule's name"),
+	NT_KEY_CHOICE(R, test, "above", test_choices, "above, share, ratio_to_mean, ratio_to_max"),
+	NT_KEY_STR(R, metric, "", "metric family (glob) of a metric rule"),
+	NT_KEY_STR(R, event, "", "event type (glob) of an event rule"),
+	NT_KEY_STR(R, field, "", "numeric field of the event"),
+	NT_KEY_STR(R, over, "", "share: the denominator family (same labels)"),
+	NT_KEY_STR(R, when_metric, "", "gate: a family (same labels) that must be >= when_above"),
+	NT_KEY_FLOAT(R, when_above, 0.0, 1, 0, "the gate's limit"),
+	NT_KEY_STRLIST(R, by, "[]", "labels (or event fields) that key the rule"),
+	/* required: no NT_KEY_* macro makes a float without a default */
+	{ .key = "threshold", .type = NT_CFG_FLOAT,
+	  .offset = NT_KIT_OFFSET(R, threshold, double), .def = NULL,
+	  .min = 1, .max = 0, .desc = "above/share: the limit; ratio_*: the factor" },
+	NT_KEY_FLOAT(R, min_value, 0.0, 1, 0, "values below never pass (share: the denominator)"),
+	NT_KEY_INT(R, sustain, 1, 1, 1000000, "passing values in a row before an alert"),
+	NT_KEY_INT(R, min_history, 10, 0, 1000000000, "ratio tests: earlier values needed"),
+	NT_KEY_INT(R, warmup_values, 10, 0, 1000000000, "warm-up: values of a key before the rule may fire (any test)"),
+	NT_KEY_FLOAT(R, warmup_s, 10.0, 0.0, 1e9, "warm-up: seconds since a key was first seen (in any of the rule's families) before the rule may fire"),
+	NT_KEY_INT(R, normal_before, 0, 0, 1000000000, "values that must not pass before the first that does"),
+	NT_KEY_CHOICE(R, severity, "warning", sev_choices, "info, warning or critical"),
+	NT_KEY_STR(R, what, "", "what the message calls it (\"\": the name)"),
 };
 #undef R
 
 #define C struct an_cfg
 static const struct nt_cfg_key an_keys[] = {
-	KEY(C, interval_ms, NT_CFG_INT, "500", 50, 3600000, "how often the metrics are read (ms)"),
-	KEY(C, cooldown_s, NT_CFG_INT, "300", 0, 86400, "at most one alert per series, rule key or process per this many seconds"),
-	KEY(C, max_series, NT_CFG_INT, "10000", 16, 10000000, "series watched at most (all watches and rules)"),
-	KEY(C, default_watch, NT_CFG_BOOL, "true", 1, 0, "watch the built-in set when `watch` is empty"),
-	KEY(C, default_rules, NT_CFG_BOOL, "true", 1, 0, "apply the built-in rules when `rules` is empty"),
-	{ .key = "watch", .type = NT_CFG_GROUP_LIST, .offset = offsetof(C, watch),
-	  .min = 1, .max = 0, .sub = watch_keys, .n_sub = NT_ARRAY_LEN(watch_keys),
-	  .sub_size = sizeof(struct an_watch_cfg),
-	  .desc = "watched families: ( { metrics = [\"ntcore_io_*_seconds\"]; labels = [\"device\"]; } , ... )" },
-	{ .key = "rules", .type = NT_CFG_GROUP_LIST, .offset = offsetof(C, rules),
-	  .min = 1, .max = 0, .sub = rule_keys, .n_sub = NT_ARRAY_LEN(rule_keys),
-	  .sub_size = sizeof(struct an_rule_cfg),
-	  .desc = "fixed rules: ( { name = \"x\"; test = \"above\"; metric = \"...\"; threshold = 1.0; } , ... )" },
-	KEY(C, q, NT_CFG_FLOAT, "3e-6", 1e-12, 0.1, "risk: probability per value of a false alarm"),
-	KEY(C, level, NT_CFG_FLOAT, "0.9", 0.5, 0.999, "quantile of the warm-up that sets the peaks threshold"),
-	KEY(C, n_init, NT_CFG_INT, "200", 20, 1000000, "warm-up values of a series before it can alarm"),
-	KEY(C, depth, NT_CFG_INT, "10", 1, 1000, "values in the moving mean (DSPOT's d)"),
-	KEY(C, drift_len, NT_CFG_INT, "100", 0, 1000000, "horizon of the long mean of the drift test (0: no drift test)"),
-	CHOICE(C, fit, "\"grimshaw\"", fit_choices, "GPD fit: grimshaw (maximum likelihood) or moments"),
-	CHOICE(C, steps, "\"auto\"", steps_choices, "training steps from: auto, launches, python, off"),
-	KEY(C, step_function, NT_CFG_STRING, "\"\"", 1, 0, "Python function that is one step (fnmatch on name or file:name)"),
-	KEY(C, step_group, NT_CFG_STRING, "\"training\"", 1, 0, "multivariate group the step time joins"),
-	KEY(C, step_q, NT_CFG_FLOAT, "1e-4", 1e-12, 0.1, "risk per step"),
-	KEY(C, step_min_slowdown, NT_CFG_FLOAT, "0.5", 0.0, 1000.0, "a slow step is at least this much slower (0.5: 50 %)"),
-	KEY(C, step_window, NT_CFG_INT, "8", 1, 64, "the last this many steps (the slow one among them) must be slower on average too (1: the step alone)"),
-	KEY(C, step_window_slowdown, NT_CFG_FLOAT, "0.5", 0.0, 1000.0, "by at least this much (0.5: the loop lost a third of its throughput over them)"),
-	KEY(C, step_n_init, NT_CFG_INT, "50", 20, 1000000, "steps before a slow step can be flagged"),
-	KEY(C, step_sustain, NT_CFG_INT, "1", 1, 1000, "slow step times in a row before an alert (Python steps come in batches whose time a late report stretches: 2)"),
-	KEY(C, step_learn_launches, NT_CFG_INT, "32768", 256, 4194304, "launches kept to find the repeating kernel sequence"),
-	KEY(C, items_per_step, NT_CFG_FLOAT, "0.0", 0.0, 1e15, "items (samples, tokens) per step, for items per second (0: not published)"),
-	KEY(C, reason_min_change, NT_CFG_FLOAT, "0.5", 0.0, 1e6, "a series is a reason when it moved by this factor (0.5: x1.5 or /1.5)"),
-	KEY(C, reason_wait_steps, NT_CFG_INT, "2", 0, 1000, "steps a slow-step alert waits for a reason"),
-	KEY(C, joint_q, NT_CFG_FLOAT, "1e-6", 1e-12, 0.1, "risk of the multivariate check"),
-	KEY(C, comm_names, NT_CFG_STRING_LIST,
+	NT_KEY_INT(C, interval_ms, 500, 50, 3600000, "how often the metrics are read (ms)"),
+	NT_KEY_INT(C, cooldown_s, 300, 0, 86400, "at most one alert per series, rule key or process per this many seconds"),
+	NT_KEY_INT(C, max_series, 10000, 16, 10000000, "series watched at most (all watches and rules)"),
+	NT_KEY_BOOL(C, default_watch, true, "watch the built-in set when `watch` is empty"),
+	NT_KEY_BOOL(C, default_rules, true, "apply the built-in rules when `rules` is empty"),
+	NT_KEY_GROUPS(C, watch, struct an_watch_cfg, watch_keys,
+		      "watched families: ( { metrics = [\"ntcore_io_*_seconds\"]; labels = [\"device\"]; } , ... )"),
+	NT_KEY_GROUPS(C, rules, struct an_rule_cfg, rule_keys,
+		      "fixed rules: ( { name = \"x\"; test = \"above\"; metric = \"...\"; threshold = 1.0; } , ... )"),
+	NT_KEY_FLOAT(C, q, 3e-6, 1e-12, 0.1, "risk: probability per value of a false alarm"),
+	NT_KEY_FLOAT(C, level, 0.9, 0.5, 0.999, "quantile of the warm-up that sets the peaks threshold"),
+	NT_KEY_INT(C, n_init, 200, 20, 1000000, "warm-up values of a series before it can alarm"),
+	NT_KEY_INT(C, depth, 10, 1, 1000, "values in the moving mean (DSPOT's d)"),
+	NT_KEY_INT(C, drift_len, 100, 0, 1000000, "horizon of the long mean of the drift test (0: no drift test)"),
+	NT_KEY_CHOICE(C, fit, "grimshaw", fit_choices, "GPD fit: grimshaw (maximum likelihood) or moments"),
+	NT_KEY_CHOICE(C, steps, "auto", steps_choices, "training steps from: auto, launches, python, off"),
+	NT_KEY_STR(C, step_function, "", "Python function that is one step (fnmatch on name or file:name)"),
+	NT_KEY_STR(C, step_group, "training", "multivariate group the step time joins"),
+	NT_KEY_FLOAT(C, step_q, 1e-4, 1e-12, 0.1, "risk per step"),
+	NT_KEY_FLOAT(C, step_min_slowdown, 0.5, 0.0, 1000.0, "a slow step is at least this much slower (0.5: 50 %)"),
+	NT_KEY_INT(C, step_window, 8, 1, 64, "the last this many steps (the slow one among them) must be slower on average too (1: the step alone)"),
+	NT_KEY_FLOAT(C, step_window_slowdown, 0.5, 0.0, 1000.0, "by at least this much (0.5: the loop lost a third of its throughput over them)"),
+	NT_KEY_INT(C, step_n_init, 50, 20, 1000000, "steps before a slow step can be flagged"),
+	NT_KEY_INT(C, step_sustain, 1, 1, 1000, "slow step times in a row before an alert (Python steps come in batches whose time a late report stretches: 2)"),
+	NT_KEY_INT(C, step_learn_launches, 32768, 256, 4194304, "launches kept to find the repeating kernel sequence"),
+	NT_KEY_FLOAT(C, items_per_step, 0.0, 0.0, 1e15, "items (samples, tokens) per step, for items per second (0: not published)"),
+	NT_KEY_FLOAT(C, reason_min_change, 0.5, 0.0, 1e6, "a series is a reason when it moved by this factor (0.5: x1.5 or /1.5)"),
+	NT_KEY_INT(C, reason_wait_steps, 2, 0, 1000, "steps a slow-step alert waits for a reason"),
+	NT_KEY_FLOAT(C, joint_q, 1e-6, 1e-12, 0.1, "risk of the multivariate check"),
+	NT_KEY_STRLIST(C, comm_names,
 	    "[\"pt_data_worker=data-loader\", \"pt_data_pin=data-loader pin\", \"pt_autograd_*=autograd\"]",
-	    1, 0, "names for process names in messages: \"comm-glob=name\""),
+	    "names for process names in messages: \"comm-glob=name\""),
 };
 #undef C
 
@@ -256,8 +250,7 @@ static int an_attach(void *state)
 {
 	struct an *a = state;
 
-	a->host->log(a->inst, NT_LOG_INFO,
-		     "watching %u metric sets, %u rules, steps from %s",
+	nt_log_info(a, "watching %u metric sets, %u rules, steps from %s",
 		     a->n_watches, a->n_rules,
 		     !a->steps ? "nothing" :
 		     a->cfg->step_function[0] ? "Python calls" : "kernel launches");

@@ -6,6 +6,8 @@
  */
 #include <string.h>
 
+#include "ntcore/kit/log.h"
+
 #include "an_util.h"
 #include "anomaly.h"
 #include "joint.h"
@@ -48,8 +50,7 @@ void an_tick(struct an *a)
 	a->host->metric_set(a->m_series, NULL, an_view_series(a->view));
 	if (an_view_dropped(a->view) > dropped) {
 		if (!dropped)
-			a->host->log(a->inst, NT_LOG_WARN,
-				     "max_series (%lld) reached: further series are "
+			nt_log_warn(a, "max_series (%lld) reached: further series are "
 				     "not watched (ntcore_anomaly_series_dropped_total)",
 				     (long long)a->cfg->max_series);
 		a->host->metric_add(a->m_dropped, NULL,

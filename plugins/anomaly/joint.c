@@ -180,11 +180,7 @@ static void joint_alert(struct an_joint *j, struct group *g, double score,
 		an_sb_puts(&ev, "}");
 	}
 	an_sb_puts(&ev, "]}");
-	al.message = an_sb_str(&msg);
-	al.evidence = an_sb_str(&ev);
-	an_alert_publish(j->a, &al);
-	an_sb_free(&msg);
-	an_sb_free(&ev);
+	an_alert_publish_sb(j->a, &al, &msg, &ev);
 }
 
 void an_joint_tick_end(struct an_joint *j, uint64_t now_ns)

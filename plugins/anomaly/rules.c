@@ -196,11 +196,7 @@ static void publish(const struct rule *r, uint32_t pid, const char *comm,
 	an_sb_json_num(&ev, c->threshold);
 	an_sb_puts(&ev, ",\"sustain\":");
 	an_sb_printf(&ev, "%lld}", (long long)c->sustain);
-	al.message = an_sb_str(&msg);
-	al.evidence = an_sb_str(&ev);
-	an_alert_publish(r->rs->a, &al);
-	an_sb_free(&msg);
-	an_sb_free(&ev);
+	an_alert_publish_sb(r->rs->a, &al, &msg, &ev);
 }
 
 /* ---- metric rules -------------------------------------------------- */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/log.h"
+
 #include "alert.h"
 #include "an_util.h"
 #include "det.h"
@@ -226,11 +228,7 @@ static void step_alert(struct an_steps *S, struct stp *p,
 		an_sb_printf(&ev, ",\"launches_per_step\":%u", p->per.length);
 	moved_json(a, &ev, m, n);
 	an_sb_puts(&ev, "}");
-	al.message = an_sb_str(&msg);
-	al.evidence = an_sb_str(&ev);
-	an_alert_publish(a, &al);
-	an_sb_free(&msg);
-	an_sb_free(&ev);
+	an_alert_publish_sb(a, &al, &msg, &ev);
 }
 
 /*
@@ -388,15 +386,13 @@ static void learn_push(struct an_steps *S, struct stp *p, uint64_t sym)
 		p->since = p->per.since;
 		free(p->learn);
 		p->learn = NULL;
-		S->a->host->log(S->a->inst, NT_LOG_INFO,
-				"pid %u (%s): a training step is %u kernel launches "
+		nt_log_info(S->a, "pid %u (%s): a training step is %u kernel launches "
 				"(found in %u launches, %u kernels once per step)",
 				p->pid, p->comm, p->per.length, p->n_learn,
 				p->per.regular);
 	} else if (p->n_learn >= cap) {
 		if (!p->gave_up_logged)
-			S->a->host->log(S->a->inst, NT_LOG_INFO,
-					"pid %u (%s): no repeating kernel sequence in "
+			nt_log_info(S->a, "pid %u (%s): no repeating kernel sequence in "
 					"%u launches; trying again", p->pid, p->comm, cap);
 		p->gave_up_logged = true;
 		relearn(p);
@@ -409,8 +405,7 @@ static void on_boundary(struct an_steps *S, struct stp *p, uint64_t ts)
 
 	p->off = p->since < len / 2 || p->since > 2 * len ? p->off + 1 : 0;
 	if (p->off >= RELEARN_AFTER) {
-		S->a->host->log(S->a->inst, NT_LOG_INFO,
-				"pid %u: the launch pattern changed; learning it again",
+		nt_log_info(S->a, "pid %u: the launch pattern changed; learning it again",
 				p->pid);
 		relearn(p);
 		return;

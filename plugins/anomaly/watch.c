@@ -92,11 +92,7 @@ static void series_alert(struct an_watch *w, const struct an_series *s,
 	an_sb_puts(&ev, ",\"threshold\":");
 	an_sb_json_num(&ev, o->threshold);
 	an_sb_puts(&ev, "}");
-	al.message = an_sb_str(&msg);
-	al.evidence = an_sb_str(&ev);
-	an_alert_publish(a, &al);
-	an_sb_free(&msg);
-	an_sb_free(&ev);
+	an_alert_publish_sb(a, &al, &msg, &ev);
 }
 
 static void checkpoint(struct wser *ws, double base, uint64_t now)

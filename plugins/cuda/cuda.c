@@ -144,6 +144,8 @@ static int cuda_init(struct nt_instance *inst, const struct nt_host *host,
 	c->host = host;
 	c->cfg = cfg;
 	nt_cuda_state_init(&c->st, sym_cb, c);
+	nt_hmap_init(&c->lc, sizeof(struct nt_cuda_launch_key),
+		     sizeof(struct lcount), 0);
 	c->st.stack_depth = (uint32_t)cfg->stack_depth;
 	err = fn_table_build(c);
 	if (!err)
@@ -314,8 +316,7 @@ static void cuda_detach(void *state)
 		munmap(c->lslots, c->lslots_len);
 	c->lslots = NULL;
 	/* the slots go with the map: none of ours is valid any more */
-	for (size_t i = 0; i < c->caplc; i++)
-		c->lc[i].slot = -1;
+	lc_forget_slots(c);
 	cuda_bpf__destroy(c->skel);
 	c->skel = NULL;
 	c->attached = false;
@@ -349,7 +350,7 @@ static void cuda_fini(void *state)
 	if (c->skel)
 		cuda_detach(c);
 	nt_cuda_state_fini(&c->st);
-	free(c->lc);
+	nt_hmap_fini(&c->lc);
 	free(c->fc);
 	free(c->fns);
 	free(c);

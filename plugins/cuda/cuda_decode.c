@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ntcore/kit/sb.h"
+#include "ntcore/kit/topn.h"
 
 /* From the C++ runtime (libstdc++), callable from C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
@@ -17,79 +18,37 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 /* Small containers                                                    */
 /* ------------------------------------------------------------------ */
 
-static void smap_free(struct nt_cuda_smap *m)
+/* The kernel-name maps: u64 handle -> owned string (a char * value). */
+static void smap_free(struct nt_hmap *m)
 {
-	for (size_t i = 0; i < m->cap; i++)
-		free(m->vals[i]);
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
+	struct nt_hmap_iter it;
+
+	for (nt_hmap_iter_init(&it, m); nt_hmap_iter_next(&it);)
+		free(*(char **)it.val);
+	nt_hmap_fini(m);
 }
 
-static const char *smap_get(const struct nt_cuda_smap *m, uint64_t key)
+static const char *smap_get(const struct nt_hmap *m, uint64_t key)
 {
-	if (!m->cap)
-		return NULL;
-	for (size_t i = nt_cuda_mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->vals[i])
-			return NULL;
-		if (m->keys[i] == key)
-			return m->vals[i];
-	}
-}
+	char **v = nt_hmap_get(m, &key);
 
-static int smap_grow(struct nt_cuda_smap *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 64;
-	uint64_t *nk = calloc(ncap, sizeof(*nk));
-	char **nv = calloc(ncap, sizeof(*nv));
-
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		size_t j;
-
-		if (!m->vals[i])
-			continue;
-		for (j = nt_cuda_mix64(m->keys[i]) & (ncap - 1); nv[j];
-		     j = (j + 1) & (ncap - 1))
-			;
-		nk[j] = m->keys[i];
-		nv[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
-	return 0;
+	return v ? *v : NULL;
 }
 
 /* Takes ownership of val (freed on failure). */
-static int smap_put(struct nt_cuda_smap *m, uint64_t key, char *val)
+static int smap_put(struct nt_hmap *m, uint64_t key, char *val)
 {
-	size_t i;
+	char **v;
 
 	if (!val)
 		return -ENOMEM;
-	if ((m->n + 1) * 4 > m->cap * 3 && smap_grow(m) < 0) {
+	v = nt_hmap_put(m, &key, NULL);
+	if (!v) {
 		free(val);
 		return -ENOMEM;
 	}
-	for (i = nt_cuda_mix64(key) & (m->cap - 1); m->vals[i];
-	     i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == key) {
-			free(m->vals[i]);
-			m->vals[i] = val;
-			return 0;
-		}
-	}
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
+	free(*v);
+	*v = val;
 	return 0;
 }
 
@@ -101,6 +60,8 @@ void nt_cuda_state_init(struct nt_cuda_state *st, nt_cuda_sym_fn sym,
 			void *sym_arg)
 {
 	memset(st, 0, sizeof(*st));
+	nt_hmap_init(&st->procs, sizeof(uint32_t), sizeof(struct nt_cuda_proc *),
+		     0);
 	st->sym = sym;
 	st->sym_arg = sym_arg;
 	st->stack_depth = NT_CUDA_STACK_MAX;
@@ -127,93 +88,51 @@ static void proc_free(struct nt_cuda_proc *p)
 
 void nt_cuda_state_fini(struct nt_cuda_state *st)
 {
+	struct nt_hmap_iter it;
+
 	nt_cuda_sc_fini(&st->stacks);
-	for (size_t i = 0; i < st->capprocs; i++)
-		proc_free(st->procs[i]);
-	free(st->procs);
-	st->procs = NULL;
-	st->nprocs = st->capprocs = 0;
+	for (nt_hmap_iter_init(&it, &st->procs); nt_hmap_iter_next(&it);)
+		proc_free(*(struct nt_cuda_proc **)it.val);
+	nt_hmap_fini(&st->procs);
 }
 
-struct nt_cuda_proc *nt_cuda_proc_find(struct nt_cuda_state *st, uint32_t pid)
+struct nt_cuda_proc *nt_cuda_proc_find(const struct nt_cuda_state *st,
+				       uint32_t pid)
 {
-	if (!st->capprocs)
-		return NULL;
-	for (size_t i = nt_cuda_mix64(pid) & (st->capprocs - 1);;
-	     i = (i + 1) & (st->capprocs - 1)) {
-		if (!st->procs[i])
-			return NULL;
-		if (st->procs[i]->pid == pid)
-			return st->procs[i];
-	}
-}
+	struct nt_cuda_proc **pp = nt_hmap_get(&st->procs, &pid);
 
-static int procs_insert(struct nt_cuda_proc **tab, size_t cap,
-			struct nt_cuda_proc *p)
-{
-	size_t i;
-
-	for (i = nt_cuda_mix64(p->pid) & (cap - 1); tab[i]; i = (i + 1) & (cap - 1))
-		;
-	tab[i] = p;
-	return 0;
+	return pp ? *pp : NULL;
 }
 
 struct nt_cuda_proc *nt_cuda_proc_get(struct nt_cuda_state *st, uint32_t pid)
 {
-	struct nt_cuda_proc *p = nt_cuda_proc_find(st, pid);
+	struct nt_cuda_proc **pp, *p = nt_cuda_proc_find(st, pid);
 
 	if (p)
 		return p;
-	if ((st->nprocs + 1) * 2 > st->capprocs) {
-		size_t ncap = st->capprocs ? st->capprocs * 2 : 16;
-		struct nt_cuda_proc **nt = calloc(ncap, sizeof(*nt));
-
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < st->capprocs; i++)
-			if (st->procs[i])
-				procs_insert(nt, ncap, st->procs[i]);
-		free(st->procs);
-		st->procs = nt;
-		st->capprocs = ncap;
-	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	pp = nt_hmap_put(&st->procs, &pid, NULL);
+	if (!pp) {
+		free(p);
+		return NULL;
+	}
+	*pp = p;
 	p->pid = pid;
 	nt_cuda_graphs_init(&p->graphs, PROC_HANDLES_MAX);
 	nt_hmap_init(&p->vmm, sizeof(uint64_t), sizeof(struct nt_cuda_vmm),
 		     PROC_HANDLES_MAX);
-	procs_insert(st->procs, st->capprocs, p);
-	st->nprocs++;
+	nt_hmap_init(&p->knames, sizeof(uint64_t), sizeof(char *), 0);
+	nt_hmap_init(&p->kparent, sizeof(uint64_t), sizeof(char *), 0);
 	return p;
 }
 
 void nt_cuda_proc_drop(struct nt_cuda_state *st, uint32_t pid)
 {
-	size_t i, j;
-
 	nt_cuda_sc_forget_pid(&st->stacks, pid);
-	if (!st->capprocs)
-		return;
-	for (i = nt_cuda_mix64(pid) & (st->capprocs - 1);; i = (i + 1) & (st->capprocs - 1)) {
-		if (!st->procs[i])
-			return;
-		if (st->procs[i]->pid == pid)
-			break;
-	}
-	proc_free(st->procs[i]);
-	st->procs[i] = NULL;
-	st->nprocs--;
-	/* re-insert the rest of the cluster (linear probing deletion) */
-	for (j = (i + 1) & (st->capprocs - 1); st->procs[j];
-	     j = (j + 1) & (st->capprocs - 1)) {
-		struct nt_cuda_proc *q = st->procs[j];
-
-		st->procs[j] = NULL;
-		procs_insert(st->procs, st->capprocs, q);
-	}
+	proc_free(nt_cuda_proc_find(st, pid));
+	nt_hmap_del(&st->procs, &pid);
 }
 
 /* ------------------------------------------------------------------ */
@@ -511,15 +430,11 @@ static void *rec_start(struct nt_cuda_state *st, struct nt_cuda_rec *rec,
 
 uint64_t nt_cuda_stack_id(const uint64_t *ips, uint32_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h;
 
 	if (!n)
 		return 0;
-	for (uint32_t i = 0; i < n; i++) {
-		h ^= ips[i];
-		h *= 0x100000001b3ull;
-		h = nt_cuda_mix64(h);
-	}
+	h = nt_hash_bytes(ips, (size_t)n * sizeof(*ips));
 	return h ? h : 1;
 }
 
@@ -1538,6 +1453,31 @@ static void human_bytes(uint64_t v, char *buf, size_t n)
 		snprintf(buf, n, "%.1f %s", d, u[i]);
 }
 
+/* The 10 most launched kernels, most first (equal counts: in the order
+ * given). */
+static void report_top_kernels(struct nt_sb *b, const struct nt_cuda_kcount *k,
+			       size_t n)
+{
+	struct nt_topn best;
+
+	if (!n)
+		return;
+	if (nt_topn_init(&best, 10, sizeof(*k)) < 0) {
+		b->failed = true;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		nt_topn_offer(&best, k[i].count, &k[i]);
+	nt_sb_printf(b, "  top kernels:\n");
+	for (size_t i = 0; i < nt_topn_count(&best); i++) {
+		const struct nt_cuda_kcount *r = nt_topn_at(&best, i, NULL);
+
+		nt_sb_printf(b, "    %10llu  %.160s\n", (unsigned long long)r->count,
+			     r->name && r->name[0] ? r->name : "(unnamed)");
+	}
+	nt_topn_fini(&best);
+}
+
 char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 			  const struct nt_cuda_kcount *top, size_t ntop)
 {
@@ -1581,14 +1521,7 @@ char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 	nt_sb_printf(&b, "  synchronisation: %llu calls, %.3f s blocked; API errors %llu\n",
 		  (unsigned long long)t->syncs, (double)t->sync_ns / 1e9,
 		  (unsigned long long)t->errors);
-	if (ntop) {
-		nt_sb_printf(&b, "  top kernels:\n");
-		for (size_t i = 0; i < ntop && i < 10; i++)
-			nt_sb_printf(&b, "    %10llu  %.160s\n",
-				  (unsigned long long)top[i].count,
-				  top[i].name && top[i].name[0] ? top[i].name
-								: "(unnamed)");
-	}
+	report_top_kernels(&b, top, ntop);
 	if (b.failed) {
 		nt_sb_fini(&b);
 		return NULL;

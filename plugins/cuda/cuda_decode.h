@@ -22,17 +22,6 @@
 #include "cuda_graph.h"
 #include "ntcore/kit/hmap.h"
 
-/* The 64-bit finalizer of MurmurHash3: the probe's hash tables' hash. */
-static inline uint64_t nt_cuda_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* Published event types, index into nt_cuda_state.type_ids. */
 enum nt_cuda_evt {
 	NT_CUDA_EVT_ALLOC = 0,
@@ -86,13 +75,6 @@ struct nt_cuda_outst {
 	uint64_t bytes;
 };
 
-/* Open-addressing map u64 -> owned string. */
-struct nt_cuda_smap {
-	uint64_t *keys;
-	char **vals;
-	size_t n, cap;
-};
-
 /* Per-process totals for the end-of-process report. */
 struct nt_cuda_totals {
 	uint64_t launches, graph_launches;
@@ -111,8 +93,8 @@ struct nt_cuda_proc {
 	size_t nblocks, capblocks;
 	struct nt_cuda_outst *outst;
 	size_t noutst;
-	struct nt_cuda_smap knames;   /* runtime func / driver handle -> name */
-	struct nt_cuda_smap kparent;  /* driver: CUfunction -> CUkernel (as "0x..") */
+	struct nt_hmap knames;  /* runtime func / driver handle -> owned char * */
+	struct nt_hmap kparent; /* driver: CUfunction -> CUkernel (owned char *) */
 	struct nt_cuda_totals tot;
 	struct nt_cuda_graphs graphs; /* kernels of its CUDA graphs */
 	struct nt_hmap vmm;           /* cuMemCreate handle -> struct nt_cuda_vmm */
@@ -126,8 +108,7 @@ struct nt_cuda_state {
 	nt_cuda_sym_fn sym;
 	void *sym_arg;
 	uint32_t stack_depth;         /* frames kept in a formatted stack */
-	struct nt_cuda_proc **procs;  /* open addressing on pid */
-	size_t nprocs, capprocs;
+	struct nt_hmap procs;         /* pid -> struct nt_cuda_proc * (owned) */
 	struct nt_cuda_stack_cache stacks; /* formatted stacks (stackcache.h) */
 };
 
@@ -136,7 +117,8 @@ void nt_cuda_state_init(struct nt_cuda_state *st, nt_cuda_sym_fn sym,
 void nt_cuda_state_fini(struct nt_cuda_state *st);
 /* The process entry, created on first use (NULL on ENOMEM). */
 struct nt_cuda_proc *nt_cuda_proc_get(struct nt_cuda_state *st, uint32_t pid);
-struct nt_cuda_proc *nt_cuda_proc_find(struct nt_cuda_state *st, uint32_t pid);
+struct nt_cuda_proc *nt_cuda_proc_find(const struct nt_cuda_state *st,
+				       uint32_t pid);
 void nt_cuda_proc_drop(struct nt_cuda_state *st, uint32_t pid);
 
 /* What cuda.bpf.c must capture for `api` (false: not a probed API). */
@@ -221,7 +203,8 @@ struct nt_cuda_kcount {
 };
 
 /* Text of the end-of-process report (malloc'ed), NULL on ENOMEM. `top`
- * holds the process's kernels, most launched first. */
+ * holds the process's kernels in any order; the report names the 10 most
+ * launched. */
 char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 			  const struct nt_cuda_kcount *top, size_t ntop);
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ntcore/kit/proc.h"
 #include "ntcore/kit/uprobe_insn.h"
 
 const char *nt_cuda_insn_name(int insn)
@@ -200,75 +201,63 @@ bool nt_cuda_name_is_driver(const char *path)
 	return strncmp(base_of(path), "libcuda.so", 10) == 0;
 }
 
+/* The mappings the probe can attach to: executable, file-backed, the file
+ * still there (" (deleted)" files cannot be probed by path). */
+static bool map_from_kit(const struct nt_map *k, struct nt_cuda_map *m)
+{
+	if (k->path[0] != '/' || !k->inode || k->perms[2] != 'x' || k->deleted)
+		return false;
+	m->start = k->start;
+	m->end = k->end;
+	m->offset = k->offset;
+	m->ino = k->inode;
+	m->dev_major = k->dev_major;
+	m->dev_minor = k->dev_minor;
+	m->path = k->path;
+	return true;
+}
+
 bool nt_cuda_parse_maps_line(char *line, struct nt_cuda_map *m)
 {
-	unsigned long long start, end, off, ino;
-	unsigned int maj, min;
-	char perms[8];
-	int pos = 0;
-	char *path;
-	size_t len;
+	struct nt_map k;
 
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
-		   perms, &off, &maj, &min, &ino, &pos) < 7 || !pos)
-		return false;
-	path = line + pos;
-	while (*path == ' ')
-		path++;
-	len = strlen(path);
-	while (len && (path[len - 1] == '\n' || path[len - 1] == ' '))
-		path[--len] = '\0';
-	if (path[0] != '/' || !ino)
-		return false;
-	if (perms[2] != 'x')
-		return false;
-	/* " (deleted)" files cannot be probed by path */
-	if (len > 10 && strcmp(path + len - 10, " (deleted)") == 0)
-		return false;
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->ino = ino;
-	m->dev_major = maj;
-	m->dev_minor = min;
-	m->path = path;
-	return true;
+	return nt_maps_parse_line(line, &k) && map_from_kit(&k, m);
+}
+
+/* nt_cuda_scan_maps's walk: the inodes seen, so each file is passed once. */
+struct scan_maps {
+	nt_cuda_map_fn fn;
+	void *arg;
+	uint64_t seen[512];
+	size_t nseen;
+	bool stopped; /* fn asked to stop */
+};
+
+static int scan_maps_one(void *arg, const struct nt_map *k)
+{
+	struct scan_maps *w = arg;
+	struct nt_cuda_map m;
+
+	if (!map_from_kit(k, &m))
+		return 0;
+	for (size_t i = 0; i < w->nseen; i++)
+		if (w->seen[i] == m.ino)
+			return 0;
+	if (w->nseen < sizeof(w->seen) / sizeof(w->seen[0]))
+		w->seen[w->nseen++] = m.ino;
+	if (w->fn(w->arg, &m)) {
+		w->stopped = true;
+		return 1;
+	}
+	return 0;
 }
 
 int nt_cuda_scan_maps(uint32_t pid, nt_cuda_map_fn fn, void *arg)
 {
-	char name[64], line[4096 + 256];
-	uint64_t seen[512];
-	size_t nseen = 0;
-	FILE *f;
-	int ret = 0;
+	struct scan_maps w = { .fn = fn, .arg = arg };
+	int err = nt_proc_maps_foreach(pid, scan_maps_one, &w);
 
-	snprintf(name, sizeof(name), "/proc/%u/maps", pid);
-	f = fopen(name, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		struct nt_cuda_map m;
-		bool dup = false;
-
-		if (!nt_cuda_parse_maps_line(line, &m))
-			continue;
-		for (size_t i = 0; i < nseen; i++)
-			if (seen[i] == m.ino) {
-				dup = true;
-				break;
-			}
-		if (dup)
-			continue;
-		if (nseen < sizeof(seen) / sizeof(seen[0]))
-			seen[nseen++] = m.ino;
-		if (fn(arg, &m)) {
-			ret = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return ret;
+	return w.stopped ? 0 : err;
 }
 
 void nt_cuda_proc_path(uint32_t pid, const char *path, char *out, size_t n)

@@ -122,13 +122,6 @@ void sync_fns(struct cuda *c, uint32_t only_pid)
 	}
 }
 
-int cmp_kcount(const void *a, const void *b)
-{
-	const struct nt_cuda_kcount *x = a, *y = b;
-
-	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
-}
-
 /* Delete a process's launch counters from the BPF map (and our copy). */
 void forget_launch_keys(struct cuda *c, uint32_t pid)
 {
@@ -174,8 +167,6 @@ void proc_gone(struct cuda *c, uint32_t pid)
 	if (p && c->cfg->report) {
 		char *text;
 
-		if (ntop > 1) /* qsort's array must not be NULL (UBSan) */
-			qsort(top, ntop, sizeof(*top), cmp_kcount);
 		text = nt_cuda_report_text(p, top, ntop);
 		if (text) {
 			struct nt_cuda_rec *r = &c->rec[0];
@@ -211,11 +202,14 @@ void proc_gone(struct cuda *c, uint32_t pid)
 /* Forget processes that exited DEAD_TICKS ticks ago. */
 void reap_dead(struct cuda *c, bool all)
 {
-	for (size_t i = 0; i < c->st.capprocs; i++) {
-		struct nt_cuda_proc *p = c->st.procs[i];
+	struct nt_hmap_iter it;
+
+	nt_hmap_iter_init(&it, &c->st.procs);
+	while (nt_hmap_iter_next(&it)) {
+		struct nt_cuda_proc *p = *(struct nt_cuda_proc **)it.val;
 		uint32_t pid;
 
-		if (!p || !p->dead || (!all && c->tick - p->dead_tick < DEAD_TICKS))
+		if (!p->dead || (!all && c->tick - p->dead_tick < DEAD_TICKS))
 			continue;
 		pid = p->pid;
 		for (size_t k = 0; k < p->noutst; k++) {
@@ -227,6 +221,7 @@ void reap_dead(struct cuda *c, bool all)
 			c->host->metric_remove(c->m[M_DEVBYTES], lv);
 		}
 		nt_cuda_proc_drop(&c->st, pid);
-		i = (size_t)-1; /* the table moved: start over */
+		/* the table changed under the iteration: start over */
+		nt_hmap_iter_init(&it, &c->st.procs);
 	}
 }

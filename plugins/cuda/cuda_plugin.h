@@ -31,6 +31,7 @@
 
 #include "ntcore/bpf.h"
 #include "ntcore/kit/clock.h"
+#include "ntcore/kit/hmap.h"
 #include "ntcore/kit/links.h"
 #include "ntcore/kit/log.h"
 #include "ntcore/plugin.h"
@@ -90,12 +91,11 @@ struct fn_entry {
 	uint64_t threshold_ns;
 };
 
-/* Last launch count seen per BPF key (for metric deltas). */
+/* Last launch count seen per BPF key (for metric deltas): the value of
+ * struct cuda's lc map. */
 struct lcount {
-	struct nt_cuda_launch_key key;
 	uint64_t count;
 	int32_t slot; /* fast-path slot in lslots, -1 none */
-	bool used;
 };
 
 /* Last function-table stats seen per (pid, fn). */
@@ -120,10 +120,9 @@ struct cuda {
 	size_t nlibs, caplibs;
 	struct fn_entry *fns;
 	size_t nfns;
-	struct lcount *lc; /* open addressing */
+	struct nt_hmap lc; /* struct nt_cuda_launch_key -> struct lcount */
 	struct nt_cuda_lslot *lslots; /* mmapped BPF array (fast launch path) */
 	size_t lslots_len;
-	size_t nlc, caplc;
 	struct fcount *fc;
 	size_t nfc, capfc;
 	int layer_launch; /* bit 1: runtime, bit 2: driver */
@@ -161,8 +160,8 @@ void cuda_attach_discovery(struct cuda *c);
 /* cuda_publish.c */
 int sym_cb(void *arg, uint32_t pid, uint64_t addr, struct nt_symbol *out);
 const char *pid_s(struct cuda *c, uint32_t pid);
-uint64_t lkey_hash(const struct nt_cuda_launch_key *k);
 struct lcount *lc_get(struct cuda *c, const struct nt_cuda_launch_key *k);
+void lc_forget_slots(struct cuda *c);
 struct fcount *fc_get(struct cuda *c, const struct nt_cuda_fn_key *k);
 const char *mem_kind_label(uint32_t k);
 void count_graph_kernels(struct cuda *c, uint32_t pid, uint64_t exec);
@@ -209,7 +208,6 @@ int on_record(void *ctx, void *data, size_t size);
 void sync_launches(struct cuda *c, uint32_t only_pid,
 			  struct nt_cuda_kcount **top, size_t *ntop);
 void sync_fns(struct cuda *c, uint32_t only_pid);
-int cmp_kcount(const void *a, const void *b);
 void forget_launch_keys(struct cuda *c, uint32_t pid);
 void proc_gone(struct cuda *c, uint32_t pid);
 void reap_dead(struct cuda *c, bool all);

@@ -24,43 +24,25 @@ const char *pid_s(struct cuda *c, uint32_t pid)
 	return c->pidbuf;
 }
 
-uint64_t lkey_hash(const struct nt_cuda_launch_key *k)
-{
-	return nt_cuda_mix64(k->func ^ ((uint64_t)k->tgid << 32) ^ k->api);
-}
-
+/* The last count seen for a launch key, inserted (count 0, no slot) on
+ * first sight; NULL when memory runs out. Valid until the next lc_get. */
 struct lcount *lc_get(struct cuda *c, const struct nt_cuda_launch_key *k)
 {
-	size_t i;
+	bool created;
+	struct lcount *lc = nt_hmap_put(&c->lc, k, &created);
 
-	if ((c->nlc + 1) * 2 > c->caplc) {
-		size_t ncap = c->caplc ? c->caplc * 2 : 256;
-		struct lcount *n = calloc(ncap, sizeof(*n));
+	if (lc && created)
+		lc->slot = -1;
+	return lc;
+}
 
-		if (!n)
-			return NULL;
-		for (size_t j = 0; j < c->caplc; j++) {
-			if (!c->lc[j].used)
-				continue;
-			for (i = lkey_hash(&c->lc[j].key) & (ncap - 1); n[i].used;
-			     i = (i + 1) & (ncap - 1))
-				;
-			n[i] = c->lc[j];
-		}
-		free(c->lc);
-		c->lc = n;
-		c->caplc = ncap;
-	}
-	for (i = lkey_hash(k) & (c->caplc - 1); c->lc[i].used;
-	     i = (i + 1) & (c->caplc - 1))
-		if (!memcmp(&c->lc[i].key, k, sizeof(*k)))
-			return &c->lc[i];
-	c->lc[i].used = true;
-	c->lc[i].key = *k;
-	c->lc[i].count = 0;
-	c->lc[i].slot = -1;
-	c->nlc++;
-	return &c->lc[i];
+/* The fast-path slots went with the BPF map: no launch key holds one. */
+void lc_forget_slots(struct cuda *c)
+{
+	struct nt_hmap_iter it;
+
+	for (nt_hmap_iter_init(&it, &c->lc); nt_hmap_iter_next(&it);)
+		((struct lcount *)it.val)->slot = -1;
 }
 
 struct fcount *fc_get(struct cuda *c, const struct nt_cuda_fn_key *k)

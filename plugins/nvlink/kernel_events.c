@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/log.h"
 #include "nvl.h"
 #include "nvlink.bpf.skel.h"
 
@@ -88,8 +89,7 @@ static bool xid_offsets(struct nvl *s)
 	int msg = format_offset("nvidia", "nvidia_dev_xid", "msg");
 
 	if (dev < 0 || code < 0 || msg < 0 || dev > 255 || code > 255 || msg > 255) {
-		s->host->log(s->inst, NT_LOG_INFO,
-			     "nvidia:nvidia_dev_xid has an unexpected format; not attached");
+		nt_log_info(s, "nvidia:nvidia_dev_xid has an unexpected format; not attached");
 		return false;
 	}
 	s->skel->rodata->xid_off_dev = (uint32_t)dev;
@@ -126,7 +126,7 @@ void nvl_kernel_attach(struct nvl *s)
 			continue;
 		l = bpf_program__attach(p);
 		if (!l) {
-			s->host->log(s->inst, NT_LOG_WARN, "%s:%s: cannot attach: %s",
+			nt_log_warn(s, "%s:%s: cannot attach: %s",
 				     tps[i].cat, tps[i].name, strerror(errno));
 			continue;
 		}
@@ -134,7 +134,7 @@ void nvl_kernel_attach(struct nvl *s)
 		o += (size_t)snprintf(said + o, sizeof(said) - o, "%s%s", o ? ", " : "",
 				      tps[i].name);
 	}
-	s->host->log(s->inst, NT_LOG_INFO, "kernel tracepoints attached: %s",
+	nt_log_info(s, "kernel tracepoints attached: %s",
 		     o ? said : "none (no dma_fence or nvidia_dev_xid here, or off)");
 }
 

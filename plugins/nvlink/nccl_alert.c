@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ntcore/kit/log.h"
 #include "nccl_model.h"
 #include "nvl.h"
 
@@ -64,7 +65,7 @@ void nvl_nccl_hang_alert(struct nvl *s, const struct nvl_hang *h)
 	e->missing_rank = h->missing_rank;
 	e->seq = h->seq;
 	snprintf(e->call, sizeof(e->call), "%s", nvl_call_name(h->call));
-	s->host->log(s->inst, NT_LOG_WARN, "%s", msg);
+	nt_log_warn(s, "%s", msg);
 	s->host->metric_add(s->nm.m[NVM_NCCL_HANGS], NULL, 1);
 	nvl_publish_alert(s, NVL_EV_HANG, sizeof(*e), NT_SEV_CRITICAL,
 			  h->missing_pid ? h->missing_pid : h->wait_pid, msg, ev);

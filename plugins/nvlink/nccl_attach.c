@@ -25,6 +25,7 @@
 
 #include "ntcore/bpf.h"
 #include "ntcore/kit/clock.h"
+#include "ntcore/kit/log.h"
 #include "../cuda/cuda_lib.h"
 #include "../cuda/uprobes.h"
 #include "nccl_model.h"
@@ -69,7 +70,7 @@ static void attach_warn(void *arg, const char *path, const char *name,
 {
 	struct nvl *s = arg;
 
-	s->host->log(s->inst, NT_LOG_WARN, "%s: cannot attach %s%s: %s", path,
+	nt_log_warn(s, "%s: cannot attach %s%s: %s", path,
 		     name, ret ? " (return)" : "", strerror(err));
 }
 
@@ -139,7 +140,7 @@ static int attach_lib(struct nvl *s, struct nvl_lib *l, const uint64_t offs[NVL_
 					false, s->multi, o, cookies, names, n,
 					attach_warn, s);
 	if (r1 < 0 || r2 < 0) {
-		s->host->log(s->inst, NT_LOG_WARN, "%s: cannot attach the NCCL probes: %s",
+		nt_log_warn(s, "%s: cannot attach the NCCL probes: %s",
 			     l->path, strerror(-(r1 < 0 ? r1 : r2)));
 		return r1 < 0 ? r1 : r2;
 	}
@@ -168,7 +169,7 @@ static int probe_file(struct nvl *s, const char *path, uint32_t pid)
 		return 0;
 	l->is_nccl = true;
 	r = attach_lib(s, l, offs);
-	s->host->log(s->inst, NT_LOG_INFO, "%s: NCCL, %zu entry points probed",
+	nt_log_info(s, "%s: NCCL, %zu entry points probed",
 		     path, l->nprobes);
 	publish_lib(s, l, pid, r);
 	return r;
@@ -217,8 +218,7 @@ void nvl_nccl_discover(struct nvl *s)
 		for (size_t i = 0; i < n && i < NT_ARRAY_LEN(pids); i++)
 			scan_pid(s, pids[i]);
 	}
-	s->host->log(s->inst, NT_LOG_INFO,
-		     "NCCL: %" PRIu64 " probes in %zu files; watching for libnccl loaded later",
+	nt_log_info(s, "NCCL: %" PRIu64 " probes in %zu files; watching for libnccl loaded later",
 		     s->probes, s->nlibs);
 }
 
@@ -236,7 +236,7 @@ void nvl_nccl_on_path(struct nvl *s, const void *rec, size_t size)
 		probe_file(s, full, p->hdr.pid);
 	}
 	if (p->stopped && kill((pid_t)p->hdr.pid, SIGCONT) != 0)
-		s->host->log(s->inst, NT_LOG_WARN, "cannot continue pid %u: %s",
+		nt_log_warn(s, "cannot continue pid %u: %s",
 			     p->hdr.pid, strerror(errno));
 }
 

@@ -222,6 +222,10 @@ double nvl_busbw_factor(uint32_t call, int nranks)
 	}
 }
 
+/* FNV-1a spelled out rather than the kit's hash: the ranks of one
+ * communicator compute this id in different processes, possibly on
+ * different hosts running different ntcore builds, so it must be a fixed
+ * function of the bytes; the kit's map hash promises no such thing. */
 uint64_t nvl_uid_hash(const uint8_t *uid, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;

@@ -3,8 +3,8 @@
  * nvlink: the plugin's user-side state and the functions its files share.
  * nvlink.c holds the descriptor and the ops; nvml_out.c turns the NVML
  * worker's outbox into alerts and process metrics; nccl_attach.c finds
- * libnccl and attaches the uprobes; nccl_events.c turns ring records into
- * events and metrics and runs the hang check; kernel_events.c attaches the
+ * libnccl and attaches the uprobes; nccl_record.c turns ring records into
+ * events and metrics, nccl_events.c runs the hang check; kernel_events.c attaches the
  * dma_fence and XID tracepoints and handles their records.
  * Everything here runs on the loop thread.
  */
@@ -130,10 +130,14 @@ void nvl_nccl_on_path(struct nvl *s, const void *rec, size_t size);
 void nvl_nccl_set_prefixes(struct nvl *s);
 void nvl_nccl_release(struct nvl *s);
 
-/* nccl_events.c */
+/* nccl_record.c: one NVL_RAW_CALL record of `size` bytes (short or bad
+ * ones are ignored); the bandwidth gauges of the interval, then reset. */
 void nvl_nccl_record(struct nvl *s, const void *rec, size_t size);
-void nvl_nccl_tick(struct nvl *s);
+void nvl_nccl_bw_publish(struct nvl *s);
 void nvl_nccl_forget_pid(struct nvl *s, uint32_t pid);
+
+/* nccl_events.c: the interval's gauges and hang check. */
+void nvl_nccl_tick(struct nvl *s);
 
 /* nccl_alert.c: alert.nccl_hang for one finding of the hang check. */
 void nvl_nccl_hang_alert(struct nvl *s, const struct nvl_hang *h);

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 
+#include "ntcore/kit/log.h"
+
 static const char *const l_dev[] = { "gpu", "uuid" };
 static const char *const l_info[] = { "gpu", "uuid", "pci_bus_id", "name" };
 static const char *const l_reason[] = { "gpu", "uuid", "reason" };
@@ -79,8 +81,8 @@ int nvl_metrics_register(struct nvl_metrics *nm, struct nt_instance *inst,
 		descs[i].max_series = max_series;
 		nm->m[i] = host->metric_register(inst, &descs[i]);
 		if (!nm->m[i]) {
-			host->log(inst, NT_LOG_ERROR, "cannot register %s",
-				  descs[i].name);
+			nt_kit_log(host, inst, NT_LOG_ERROR, "cannot register %s",
+				   descs[i].name);
 			return -EINVAL;
 		}
 	}

@@ -17,6 +17,7 @@
 #include "ntcore/bpf.h"
 #include "ntcore/kit/links.h"
 #include "ntcore/kit/cfg.h"
+#include "ntcore/kit/log.h"
 #include "nvl.h"
 #include "nvlink.h"
 #include "nvlink.bpf.skel.h"
@@ -73,7 +74,7 @@ static int nvl_init(struct nt_instance *inst, const struct nt_host *host,
 		if (s->types[i] < 0) {
 			int err = s->types[i];
 
-			host->log(inst, NT_LOG_ERROR, "cannot register %s", nvl_schemas[i].name);
+			nt_log_err(s, "cannot register %s", nvl_schemas[i].name);
 			free(s);
 			return err;
 		}
@@ -105,10 +106,9 @@ static int nvml_attach(struct nvl *s)
 	s->nvml->xids_on = s->cfg->xid_events;
 	r = nvml_poller_start(s->nvml, s->cfg->nvml_library, err, sizeof(err));
 	if (r == -ENOENT) {
-		s->host->log(s->inst, NT_LOG_WARN,
-			     "NVML not available (%s): no GPU metrics; NCCL and kernel events go on", err);
+		nt_log_warn(s, "NVML not available (%s): no GPU metrics; NCCL and kernel events go on", err);
 	} else if (r < 0) {
-		s->host->log(s->inst, NT_LOG_WARN, "NVML: %s", err);
+		nt_log_warn(s, "NVML: %s", err);
 	} else if ((r = s->host->watch_fd(s->inst, s->nvml->efd, TOK_NVML)) < 0) {
 		nvml_poller_stop(s->nvml);
 	}
@@ -193,8 +193,7 @@ static int bpf_attach(struct nvl *s)
 	int err = bpf_open_load(s);
 
 	if (err) {
-		s->host->log(s->inst, NT_LOG_WARN,
-			     "cannot load the BPF programs: %s (run as root, or with CAP_BPF and CAP_PERFMON); NCCL and kernel events off",
+		nt_log_warn(s, "cannot load the BPF programs: %s (run as root, or with CAP_BPF and CAP_PERFMON); NCCL and kernel events off",
 			     strerror(-err));
 		return err;
 	}
@@ -202,8 +201,7 @@ static int bpf_attach(struct nvl *s)
 		s->tp[s->ntp++] = bpf_program__attach(s->skel->progs.on_openat_enter);
 		s->tp[s->ntp++] = bpf_program__attach(s->skel->progs.on_openat_exit);
 		if (!s->tp[0] || !s->tp[1])
-			s->host->log(s->inst, NT_LOG_WARN,
-				     "library discovery not attached: a libnccl loaded later is missed");
+			nt_log_warn(s, "library discovery not attached: a libnccl loaded later is missed");
 	}
 	nvl_kernel_attach(s);
 	err = nt_bpf_ring_open(s->host, s->inst, s->skel->maps.events, on_record, s,

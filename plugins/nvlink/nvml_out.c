@@ -13,6 +13,7 @@
 
 #include "ntcore/kit/clock.h"
 #include "ntcore/kit/sb.h"
+#include "ntcore/kit/log.h"
 #include "nvl.h"
 #include "xid.h"
 
@@ -30,8 +31,7 @@ static void say_devices(struct nvl *s, const struct nvml_outbox *b)
 		o += (size_t)snprintf(line + o, sizeof(line) - o, "%sgpu %u %s (%s, %s)",
 				      i ? "; " : "", d->index, d->name, d->uuid, d->bus_id);
 	}
-	s->host->log(s->inst, NT_LOG_INFO,
-		     "NVML: %u GPU(s): %s; first poll took %.2f ms (worker thread)",
+	nt_log_info(s, "NVML: %u GPU(s): %s; first poll took %.2f ms (worker thread)",
 		     s->nvml->ndev, o ? line : "none",
 		     (double)b->first_poll_ns / 1e6);
 }
@@ -114,10 +114,10 @@ void nvl_nvml_drain(struct nvl *s)
 
 	nvml_poller_take(s->nvml, b);
 	for (uint32_t i = 0; i < b->nnotes; i++)
-		s->host->log(s->inst, b->failed ? NT_LOG_WARN : NT_LOG_INFO,
-			     "NVML: %s", b->notes[i]);
+		nt_kit_log(s->host, s->inst, b->failed ? NT_LOG_WARN : NT_LOG_INFO,
+			   "NVML: %s", b->notes[i]);
 	if (b->notes_lost)
-		s->host->log(s->inst, NT_LOG_INFO, "NVML: %" PRIu64 " more notes",
+		nt_log_info(s, "NVML: %" PRIu64 " more notes",
 			     b->notes_lost);
 	say_devices(s, b);
 	for (uint32_t i = 0; i < b->nxids; i++) {

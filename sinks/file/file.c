@@ -14,52 +14,34 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "jsonl.h"
-#include "jsonr.h"
+#include "ntcore/kit/cfg.h"
 #include "ntcore/kit/ident.h"
 #include "ntcore/plugin.h"
 
-struct file_cfg {
-	const char *path;
-	const char *format;
-	int64_t max_size_mb;
-	int64_t max_files;
-	bool metrics;
-	int64_t interval_ms;
-	int64_t buffer_kb;
-	const char *mode;
-	bool identity;
-};
-
 static const char *const formats[] = {"jsonl", "folded", NULL};
 
+#define S struct file_cfg
 static const struct nt_cfg_key file_keys[] = {
-	{.key = "path", .type = NT_CFG_STRING, .offset = offsetof(struct file_cfg, path),
-	 .def = "\"ntcore-events.jsonl\"", .min = 1, .max = 0,
-	 .desc = "output file (relative paths are relative to the working directory)"},
-	{.key = "format", .type = NT_CFG_STRING, .offset = offsetof(struct file_cfg, format),
-	 .def = "\"jsonl\"", .min = 1, .max = 0, .choices = formats,
-	 .desc = "jsonl: one JSON object per event; folded: 'frames count' lines of events with a stack and a count"},
-	{.key = "max_size_mb", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, max_size_mb),
-	 .def = "100", .min = 0, .max = 1 << 20,
-	 .desc = "rotate when the file would pass this size (0: never)"},
-	{.key = "max_files", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, max_files),
-	 .def = "5", .min = 1, .max = 1000, .desc = "rotated files kept: PATH.1 (newest) .. PATH.N"},
-	{.key = "metrics", .type = NT_CFG_BOOL, .offset = offsetof(struct file_cfg, metrics),
-	 .def = "false", .min = 1, .max = 0,
-	 .desc = "also write every metric series each interval and at exit (type \"metric\")"},
-	{.key = "interval_ms", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, interval_ms),
-	 .def = "5000", .min = 100, .max = 86400000,
-	 .desc = "milliseconds between flushes and metric snapshots"},
-	{.key = "buffer_kb", .type = NT_CFG_INT, .offset = offsetof(struct file_cfg, buffer_kb),
-	 .def = "256", .min = 4, .max = 65536, .desc = "write when this much is buffered"},
-	{.key = "mode", .type = NT_CFG_STRING, .offset = offsetof(struct file_cfg, mode),
-	 .def = "\"0600\"", .min = 1, .max = 0,
-	 .desc = "permissions (octal) of the files the sink creates; an existing file keeps its own"},
-	{.key = "identity", .type = NT_CFG_BOOL, .offset = offsetof(struct file_cfg, identity),
-	 .def = "false", .min = 1, .max = 0,
-	 .desc = "add the process's container.id, k8s.pod.uid, k8s.pod.name, k8s.namespace.name, ntcore.cgroup ... to each event (docs/kubernetes.md)"},
+	NT_KEY_STR(S, path, "ntcore-events.jsonl",
+		   "output file (relative paths are relative to the working directory)"),
+	NT_KEY_CHOICE(S, format, "jsonl", formats,
+		      "jsonl: one JSON object per event; folded: 'frames count' lines of events with a stack and a count"),
+	NT_KEY_INT(S, max_size_mb, 100, 0, 1 << 20,
+		   "rotate when the file would pass this size (0: never)"),
+	NT_KEY_INT(S, max_files, 5, 1, 1000, "rotated files kept: PATH.1 (newest) .. PATH.N"),
+	NT_KEY_BOOL(S, metrics, false,
+		    "also write every metric series each interval and at exit (type \"metric\")"),
+	NT_KEY_INT(S, interval_ms, 5000, 100, 86400000,
+		   "milliseconds between flushes and metric snapshots"),
+	NT_KEY_INT(S, buffer_kb, 256, 4, 65536, "write when this much is buffered"),
+	NT_KEY_STR(S, mode, "0600",
+		   "permissions (octal) of the files the sink creates; an existing file keeps its own"),
+	NT_KEY_BOOL(S, identity, false,
+		    "add the process's container.id, k8s.pod.uid, k8s.pod.name, k8s.namespace.name, ntcore.cgroup ... to each event (docs/kubernetes.md)"),
 };
+#undef S
 
 static const char *const path_label[] = {"instance"};
 
@@ -71,195 +53,6 @@ static const struct nt_metric_desc rotations_desc = {
 	.name = "ntcore_file_rotations_total",
 	.help = "Times the file sink rotated its file", .type = NT_METRIC_COUNTER,
 	.n_labels = 1, .label_names = path_label};
-
-/* A run of lines of one kind in the buffer, so that a write cut short
- * (a full disk) tells exactly how many events got into the file. */
-struct seg {
-	size_t end;      /* offset in the buffer just past the run */
-	uint64_t lines;
-	bool events;     /* event lines, else metric lines */
-};
-
-struct file_sink {
-	struct nt_instance *inst;
-	const struct nt_host *host;
-	const struct file_cfg *cfg;
-	bool folded;
-	mode_t mode;
-	int fd;
-	uint64_t size;      /* bytes in the current file */
-	struct nt_sb sb;    /* whole lines only */
-	struct jr_cache jr; /* compiled renderers (jsonr.h) */
-	struct seg *segs;
-	size_t n_segs, cap_segs;
-	uint64_t written_events; /* lines of events written, for the user */
-	uint64_t rotations;
-	bool write_failed;  /* logged once */
-	bool rotatable;     /* a regular file: never rename /dev/null or a fifo */
-	struct nt_metric *m_bytes, *m_rotations;
-};
-
-/* The configured mode on a file this sink creates (umask aside: the
- * user asked for it); a file that exists keeps its mode. */
-static int open_output(struct file_sink *fs)
-{
-	struct stat st;
-	int flags = O_WRONLY | O_APPEND | O_CLOEXEC;
-
-	fs->fd = open(fs->cfg->path, flags | O_CREAT | O_EXCL, fs->mode);
-	if (fs->fd >= 0)
-		fchmod(fs->fd, fs->mode);
-	else if (errno == EEXIST)
-		fs->fd = open(fs->cfg->path, flags);
-	if (fs->fd < 0 && errno == ENOENT) /* a dangling symlink: create it */
-		fs->fd = open(fs->cfg->path, flags | O_CREAT, fs->mode);
-	if (fs->fd < 0)
-		return -errno;
-	fs->rotatable = fstat(fs->fd, &st) == 0 && S_ISREG(st.st_mode);
-	fs->size = fs->rotatable ? (uint64_t)st.st_size : 0;
-	return 0;
-}
-
-static void rotate(struct file_sink *fs)
-{
-	char from[4096], to[4096];
-
-	close(fs->fd);
-	fs->fd = -1;
-	for (int64_t i = fs->cfg->max_files; i >= 1; i--) {
-		if (i == 1)
-			snprintf(from, sizeof(from), "%s", fs->cfg->path);
-		else
-			snprintf(from, sizeof(from), "%s.%lld", fs->cfg->path, (long long)(i - 1));
-		snprintf(to, sizeof(to), "%s.%lld", fs->cfg->path, (long long)i);
-		rename(from, to); /* a missing older file is fine */
-	}
-	const char *label[1] = {fs->host->instance_name(fs->inst)};
-	fs->host->metric_add(fs->m_rotations, label, 1);
-	fs->rotations++;
-	int err = open_output(fs);
-	if (err)
-		fs->host->log(fs->inst, NT_LOG_ERROR, "cannot reopen %s after rotation: %s",
-			      fs->cfg->path, strerror(-err));
-}
-
-/* Writes p[0..n); returns 0 or -errno, *done the bytes written before. */
-static int write_all(int fd, const char *p, size_t n, size_t *done)
-{
-	*done = 0;
-	while (*done < n) {
-		ssize_t w = write(fd, p + *done, n - *done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		*done += (size_t)w;
-	}
-	return 0;
-}
-
-/* Record that lines [previous end, sb.len) of one kind were appended. */
-static void note_lines(struct file_sink *fs, bool events, uint64_t lines)
-{
-	struct seg *last = fs->n_segs ? &fs->segs[fs->n_segs - 1] : NULL;
-
-	if (last && last->events == events) {
-		last->end = fs->sb.len;
-		last->lines += lines;
-		return;
-	}
-	if (fs->n_segs == fs->cap_segs) {
-		size_t cap = fs->cap_segs ? fs->cap_segs * 2 : 16;
-		struct seg *grown = realloc(fs->segs, cap * sizeof(*grown));
-		if (!grown) { /* counted as events: never under-count a drop */
-			if (last) {
-				last->end = fs->sb.len;
-				last->lines += lines;
-			}
-			return;
-		}
-		fs->segs = grown;
-		fs->cap_segs = cap;
-	}
-	fs->segs[fs->n_segs++] = (struct seg){fs->sb.len, lines, events};
-}
-
-/* Event lines among the first `keep` bytes of the buffer (whole lines),
- * and in all of it. */
-static void count_events(const struct file_sink *fs, size_t keep,
-			 uint64_t *kept, uint64_t *all)
-{
-	size_t start = 0;
-
-	*kept = *all = 0;
-	for (size_t i = 0; i < fs->n_segs; start = fs->segs[i++].end) {
-		const struct seg *s = &fs->segs[i];
-		if (!s->events)
-			continue;
-		*all += s->lines;
-		if (s->end <= keep) {
-			*kept += s->lines;
-		} else if (start < keep) {
-			for (const char *p = fs->sb.buf + start, *e = fs->sb.buf + keep;
-			     (p = memchr(p, '\n', (size_t)(e - p))); p++)
-				(*kept)++;
-		}
-	}
-}
-
-/* A write cut short: the file keeps its whole lines only (the partial one
- * is cut off, so later writes never follow half a line), the events not
- * written are counted as dropped, metric lines are not events. */
-static void write_failed(struct file_sink *fs, size_t done, int err)
-{
-	size_t keep = done;
-	uint64_t kept, all;
-
-	while (keep && fs->sb.buf[keep - 1] != '\n')
-		keep--;
-	if (done > keep && fs->rotatable &&
-	    ftruncate(fs->fd, (off_t)(fs->size + keep)) != 0)
-		fs->host->log(fs->inst, NT_LOG_ERROR,
-			      "%s: cannot cut off a partial line: %s", fs->cfg->path,
-			      strerror(errno));
-	count_events(fs, keep, &kept, &all);
-	fs->size += keep;
-	fs->written_events += kept;
-	if (all > kept)
-		fs->host->count_drop(fs->inst, "file", all - kept);
-	if (!fs->write_failed)
-		fs->host->log(fs->inst, NT_LOG_ERROR,
-			      "writing %s failed: %s; events not written are counted as dropped",
-			      fs->cfg->path, strerror(-err));
-	fs->write_failed = true;
-}
-
-static void flush_buffer(struct file_sink *fs)
-{
-	uint64_t max = (uint64_t)fs->cfg->max_size_mb << 20;
-	size_t done = 0;
-	int err = -EBADF;
-
-	if (!fs->sb.len)
-		return;
-	if (max && fs->rotatable && fs->size && fs->size + fs->sb.len > max)
-		rotate(fs);
-	if (fs->fd >= 0)
-		err = write_all(fs->fd, fs->sb.buf, fs->sb.len, &done);
-	if (err) {
-		write_failed(fs, done, err);
-	} else {
-		const char *label[1] = {fs->host->instance_name(fs->inst)};
-		uint64_t kept, all;
-		count_events(fs, fs->sb.len, &kept, &all);
-		fs->size += fs->sb.len;
-		fs->host->metric_add(fs->m_bytes, label, (double)fs->sb.len);
-		fs->write_failed = false;
-		fs->written_events += kept;
-	}
-	nt_sb_rewind(&fs->sb, 0);
-	fs->n_segs = 0;
-}
 
 static int visit_metric(void *arg, const struct nt_metric_desc *desc,
 			const struct nt_metric_series *series, uint32_t n,
@@ -278,7 +71,7 @@ static int visit_metric(void *arg, const struct nt_metric_desc *desc,
 		if (fs->sb.failed) /* metrics are not events: nothing to count */
 			nt_sb_rewind(&fs->sb, fs->n_segs ? fs->segs[fs->n_segs - 1].end : 0);
 		else
-			note_lines(fs, false, n);
+			file_note_lines(fs, false, n);
 	}
 	nt_buf_free(&lines);
 	return 0;
@@ -325,7 +118,7 @@ static int file_init(struct nt_instance *inst, const struct nt_host *host,
 static int file_attach(void *state)
 {
 	struct file_sink *fs = state;
-	int err = open_output(fs);
+	int err = file_open_output(fs);
 
 	if (err) {
 		fs->host->log(fs->inst, NT_LOG_ERROR, "cannot open %s: %s", fs->cfg->path,
@@ -344,7 +137,7 @@ static int file_poll(void *state, uint32_t token, uint32_t budget)
 	(void)token;
 	(void)budget;
 	write_metrics(fs);
-	flush_buffer(fs);
+	file_flush_buffer(fs);
 	return 0;
 }
 
@@ -397,7 +190,7 @@ static void file_consume(void *state, const struct nt_event_hdr *ev,
 	if (!render(fs, ev, schema, &skip)) {
 		/* out of memory: write what is there, try once more */
 		nt_sb_rewind(&fs->sb, before);
-		flush_buffer(fs);
+		file_flush_buffer(fs);
 		if (!render(fs, ev, schema, &skip)) {
 			nt_sb_rewind(&fs->sb, 0);
 			fs->host->count_drop(fs->inst, "file", 1);
@@ -406,9 +199,9 @@ static void file_consume(void *state, const struct nt_event_hdr *ev,
 	}
 	if (skip)
 		return; /* no stack in this event: nothing to write */
-	note_lines(fs, true, 1);
+	file_note_lines(fs, true, 1);
 	if (fs->sb.len >= (size_t)fs->cfg->buffer_kb * 1024)
-		flush_buffer(fs);
+		file_flush_buffer(fs);
 }
 
 /* "429 stacks" / "12034 events" (+ "metrics", rotations), for the
@@ -437,7 +230,7 @@ static void file_flush(void *state)
 	struct file_sink *fs = state;
 
 	write_metrics(fs);
-	flush_buffer(fs);
+	file_flush_buffer(fs);
 	if (fs->fd >= 0) {
 		fsync(fs->fd);
 		tell_written(fs);
@@ -448,7 +241,7 @@ static void file_detach(void *state)
 {
 	struct file_sink *fs = state;
 
-	flush_buffer(fs);
+	file_flush_buffer(fs);
 	if (fs->fd >= 0)
 		close(fs->fd);
 	fs->fd = -1;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gRPC sink's bounded queue (one preallocated byte ring) and its small
- * pure helpers: endpoint parsing, status classification, backoff.
+ * The gRPC sink's bounded queue: one preallocated byte ring of event
+ * copies between the loop thread and the sink thread (grpc_sink.h).
  *
  * Ring layout: entries are written contiguously from `tail`; when an entry
  * does not fit before the end of the buffer and there is room at the start,
@@ -10,24 +10,13 @@
  * 0. `used` counts live bytes including the wrap padding, so the producer
  * and the consumer agree on the free space without a second counter.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grpc_sink.h"
 
 #define GQ_ALIGN(n) (((n) + 7u) & ~(size_t)7u)
-
-const char *const gs_drop_reason_names[GS_DROP__N] = {
-	[GS_DROP_QUEUE_FULL] = "queue_full",
-	[GS_DROP_TOO_LARGE] = "too_large",
-	[GS_DROP_PERMANENT] = "permanent_error",
-	[GS_DROP_REJECTED] = "rejected",
-	[GS_DROP_RETRY_EXHAUSTED] = "retry_exhausted",
-	[GS_DROP_SHUTDOWN] = "shutdown",
-};
 
 int gq_init(struct gq *q, size_t cap_bytes, uint32_t max_events)
 {
@@ -182,185 +171,4 @@ void gq_release(struct gq *q, uint32_t n)
 	q->count -= n;
 	if (q->count == 0)
 		q->head = q->tail = q->used = 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Endpoint                                                            */
-/* ------------------------------------------------------------------ */
-
-static int parse_port(const char *p, char *err, size_t elen)
-{
-	long v = 0;
-
-	if (!*p) {
-		snprintf(err, elen, "missing port after ':'");
-		return -1;
-	}
-	for (const char *c = p; *c; c++) {
-		if (!isdigit((unsigned char)*c)) {
-			snprintf(err, elen, "port \"%s\" is not a number", p);
-			return -1;
-		}
-		v = v * 10 + (*c - '0');
-		if (v > 65535)
-			break;
-	}
-	if (v < 1 || v > 65535) {
-		snprintf(err, elen, "port %s is out of range 1..65535", p);
-		return -1;
-	}
-	return 0;
-}
-
-int gs_parse_endpoint(const char *in, char *target, size_t tlen,
-		      int *scheme_tls, char *err, size_t elen)
-{
-	char buf[512];
-	const char *s = in;
-	char *hostport, *port;
-	size_t n;
-
-	*scheme_tls = -1;
-	if (!in || !*in) {
-		snprintf(err, elen, "endpoint is empty (expected \"host:port\")");
-		return -1;
-	}
-	if (strlen(in) >= sizeof(buf) || strlen(in) >= tlen) {
-		snprintf(err, elen, "endpoint is too long");
-		return -1;
-	}
-	for (const char *c = in; *c; c++) {
-		if (isspace((unsigned char)*c) || !isprint((unsigned char)*c)) {
-			snprintf(err, elen, "endpoint contains a blank or control character");
-			return -1;
-		}
-	}
-	if (strncmp(s, "unix:", 5) == 0) {
-		const char *path = s + 5;
-
-		if (strncmp(path, "//", 2) == 0)
-			path += 2;
-		if (path[0] != '/' || path[1] == '\0') {
-			snprintf(err, elen, "unix endpoint needs an absolute socket path (\"unix:/run/otel.sock\")");
-			return -1;
-		}
-		snprintf(target, tlen, "unix:%s", path);
-		return 0;
-	}
-	if (strncmp(s, "https://", 8) == 0) {
-		*scheme_tls = 1;
-		s += 8;
-	} else if (strncmp(s, "http://", 7) == 0) {
-		*scheme_tls = 0;
-		s += 7;
-	} else if (strstr(s, "://")) {
-		snprintf(err, elen, "unknown scheme (use \"host:port\", \"http://host:port\", \"https://host:port\" or \"unix:/path\")");
-		return -1;
-	}
-	snprintf(buf, sizeof(buf), "%s", s);
-	n = strlen(buf);
-	if (n > 0 && buf[n - 1] == '/')
-		buf[--n] = '\0';
-	if (strchr(buf, '/')) {
-		snprintf(err, elen, "endpoint must not have a path (OTLP/gRPC uses fixed service paths)");
-		return -1;
-	}
-	hostport = buf;
-	if (hostport[0] == '[') {
-		char *close = strchr(hostport, ']');
-
-		if (!close || close == hostport + 1) {
-			snprintf(err, elen, "unterminated or empty IPv6 address in brackets");
-			return -1;
-		}
-		for (char *c = hostport + 1; c < close; c++) {
-			if (!isxdigit((unsigned char)*c) && *c != ':' && *c != '.') {
-				snprintf(err, elen, "invalid character '%c' in IPv6 address", *c);
-				return -1;
-			}
-		}
-		if (close[1] != ':') {
-			snprintf(err, elen, "missing port (expected \"[addr]:port\", e.g. \"[::1]:4317\")");
-			return -1;
-		}
-		port = close + 2;
-	} else {
-		port = strrchr(hostport, ':');
-		if (!port) {
-			snprintf(err, elen, "missing port (expected \"host:port\", e.g. \"%s:4317\")", hostport);
-			return -1;
-		}
-		if (port == hostport) {
-			snprintf(err, elen, "missing host before ':'");
-			return -1;
-		}
-		if (memchr(hostport, ':', (size_t)(port - hostport))) {
-			snprintf(err, elen, "IPv6 addresses must be in brackets (\"[::1]:4317\")");
-			return -1;
-		}
-		for (char *c = hostport; c < port; c++) {
-			if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-' && *c != '_') {
-				snprintf(err, elen, "invalid character '%c' in host name", *c);
-				return -1;
-			}
-		}
-		port++;
-	}
-	if (parse_port(port, err, elen) < 0)
-		return -1;
-	snprintf(target, tlen, "%s", buf);
-	return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Status codes and backoff                                            */
-/* ------------------------------------------------------------------ */
-
-static const char *const code_names[] = {
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-	"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-	"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
-};
-
-const char *gs_code_name(int code)
-{
-	static const char *const unknown[] = { "CODE_OTHER" };
-
-	if (code >= 0 && (size_t)code < sizeof(code_names) / sizeof(code_names[0]))
-		return code_names[code];
-	return unknown[0];
-}
-
-bool gs_code_retryable(int code)
-{
-	switch (code) {
-	case 1:  /* CANCELLED */
-	case 4:  /* DEADLINE_EXCEEDED */
-	case 8:  /* RESOURCE_EXHAUSTED: the batch is also halved (grpc.c) */
-	case 10: /* ABORTED */
-	case 11: /* OUT_OF_RANGE */
-	case 14: /* UNAVAILABLE */
-	case 15: /* DATA_LOSS */
-		return true;
-	default:
-		return false;
-	}
-}
-
-uint64_t gs_backoff_ms(uint32_t attempt, uint64_t initial_ms, uint64_t max_ms,
-		       uint32_t rnd)
-{
-	uint64_t d = initial_ms ? initial_ms : 1;
-	int64_t jitter;
-
-	for (uint32_t i = 0; i < attempt && d < max_ms; i++)
-		d *= 2;
-	if (d > max_ms)
-		d = max_ms;
-	/* +-20%: rnd maps to [-d/5, +d/5] */
-	jitter = (int64_t)((d / 5) * 2 + 1);
-	jitter = (int64_t)(rnd % (uint64_t)jitter) - (int64_t)(d / 5);
-	d = (uint64_t)((int64_t)d + jitter);
-	return d ? d : 1;
 }

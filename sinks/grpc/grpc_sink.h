@@ -5,11 +5,13 @@
  *
  *   gq_*     the bounded record queue between the loop thread (producer,
  *            consume()) and the sink thread (consumer), one preallocated byte
- *            ring: its memory never grows past queue_bytes;
+ *            ring: its memory never grows past queue_bytes (grpc_queue.c);
  *   otlp_*   turning queued event records and the metrics registry into
  *            serialized OTLP ExportLogsServiceRequest /
- *            ExportMetricsServiceRequest messages (protobuf-c);
- *   gs_*     endpoint parsing, status classification, retry backoff.
+ *            ExportMetricsServiceRequest messages (protobuf-c; otlp_*.c,
+ *            otlp_pb.h says which file holds what);
+ *   gs_*     endpoint parsing (grpc_endpoint.c), status classification and
+ *            retry backoff (grpc_status.c).
  *
  * None of these functions locks: the caller (grpc.c) serializes access.
  */

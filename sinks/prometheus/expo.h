@@ -5,50 +5,27 @@
  * HTTP, no core), so tests/unit/test_prometheus.c drives it directly.
  *
  * Use: pe_scrape_init(), then host->metrics_visit(inst, pe_scrape_visit, &s),
- * then pe_scrape_finish(); s.out then holds the whole response body (a
- * malloc'd buffer the caller may steal with pe_buf_steal()).
+ * then pe_scrape_finish(); s.out then holds the whole response body (the
+ * kit's string builder: the caller may take it with nt_sb_take()).
+ *
+ *   expo.c      the format's rules: names, escapes, numbers
+ *   negotiate.c text format or OpenMetrics, from the Accept header
+ *   scrape.c    one scrape: families rendered as the registry shows them,
+ *               families exposed under one name merged
+ *
+ * Text goes into the kit's string builder (unbounded but by memory): when
+ * memory runs out an append fails, the builder's `failed` is set, and the
+ * scrape answers 500.
  */
 #ifndef NT_PROM_EXPO_H
 #define NT_PROM_EXPO_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
+#include <ntcore/kit/hmap.h>
+#include <ntcore/kit/sb.h>
 #include <ntcore/plugin.h>
-
-/* A growable byte buffer. On allocation failure `oom` is set and further
- * appends are ignored (the scrape then answers 500). */
-struct pe_buf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-int pe_buf_grow(struct pe_buf *b, size_t need);
-void pe_buf_free(struct pe_buf *b);
-/* Hand the bytes over (NUL-terminated, caller frees); the buffer is reset. */
-char *pe_buf_steal(struct pe_buf *b, size_t *len);
-
-static inline void pe_put(struct pe_buf *b, const char *s, size_t n)
-{
-	if (b->cap - b->len < n + 1 && pe_buf_grow(b, n + 1))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static inline void pe_putc(struct pe_buf *b, char c)
-{
-	if (b->cap - b->len < 2 && pe_buf_grow(b, 2))
-		return;
-	b->p[b->len++] = c;
-}
-
-static inline void pe_puts(struct pe_buf *b, const char *s)
-{
-	pe_put(b, s, strlen(s));
-}
 
 enum pe_format {
 	PE_FMT_TEXT = 0,        /* text/plain; version=0.0.4 */
@@ -71,17 +48,17 @@ enum pe_format {
  * OpenMetrics family name is the base and its sample base + "_total".
  * Appends the base name to `out` and returns its length.
  */
-size_t pe_base_name(struct pe_buf *out, const char *name, uint32_t type);
+size_t pe_base_name(struct nt_sb *out, const char *name, uint32_t type);
 /* Label name: invalid characters become '_', a leading digit gets a '_'
  * in front, "__" (reserved) at the start is cut to "_", an empty name is
  * "_", and "le" on a histogram becomes "le_". */
-void pe_label_name(struct pe_buf *out, const char *name, int histogram);
+void pe_label_name(struct nt_sb *out, const char *name, int histogram);
 /* Label value (text and OpenMetrics): \ " and newline escaped; bytes that
  * are not valid UTF-8 become U+FFFD. NULL is "". */
-void pe_label_value(struct pe_buf *out, const char *v);
+void pe_label_value(struct nt_sb *out, const char *v);
 /* HELP text: \ and newline escaped (OpenMetrics also escapes "), invalid
  * UTF-8 replaced. */
-void pe_help(struct pe_buf *out, const char *s, enum pe_format fmt);
+void pe_help(struct nt_sb *out, const char *s, enum pe_format fmt);
 /* A sample value: integers exactly, else the shortest of %.15g/%.17g that
  * round-trips; NaN, +Inf, -Inf. Writes into o (>= 32 bytes), returns len. */
 size_t pe_fmt_value(char *o, double v);
@@ -97,19 +74,21 @@ struct pe_segment; /* one family's byte range in `out` (for regrouping) */
 
 struct pe_scrape {
 	enum pe_format fmt;
-	struct pe_buf out;      /* the response body */
-	struct pe_buf overflow; /* overflow family samples, appended at finish */
-	struct pe_buf scratch;  /* per-series label text */
-	struct pe_buf name;     /* current family base name */
-	struct pe_buf les;      /* current family's rendered le="..." values */
-	size_t *le_off;         /* n_buckets + 2 offsets into les */
+	struct nt_sb out;      /* the response body */
+	struct nt_sb overflow; /* overflow family samples, appended at finish */
+	struct nt_sb scratch;  /* per-series label text */
+	struct nt_sb name;     /* current family base name */
+	struct nt_sb lnames;   /* current family's rendered label names */
+	size_t *lname_off;     /* n_labels + 1 offsets into lnames */
+	uint32_t lname_cap;
+	struct nt_sb les;      /* current family's rendered le="..." values */
+	size_t *le_off;        /* n_buckets + 2 offsets into les */
 	uint32_t le_cap;
 	/* Families seen, to merge two families exposed under one name. */
 	struct pe_segment *seg;
 	uint32_t n_seg, cap_seg;
-	uint32_t *hash; /* open addressing over seg indexes + 1 */
-	uint32_t hash_cap;
-	struct pe_buf names; /* segment names, NUL-separated */
+	struct nt_hmap names; /* exposed name (a copy, freed with the scrape)
+			       * -> its first segment (uint32_t) */
 	int has_dups;
 	/* Totals of this scrape. */
 	uint64_t n_families, n_series, n_samples, n_overflow_families;

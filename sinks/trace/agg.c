@@ -23,7 +23,7 @@ static struct agg_stat *stat_of(struct tmap *m, const char *name, uint32_t len)
 
 	if (st)
 		return st;
-	if (m->n >= AGG_MAX_NAMES) {
+	if (tmap_count(m) >= AGG_MAX_NAMES) {
 		name = "[other]";
 		len = 7;
 		if ((st = tmap_get(m, name, len)))

@@ -20,6 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ntcore/kit/clock.h>
+#include <ntcore/kit/log.h>
+
 #include "trace.h"
 
 struct dump_ctx {
@@ -76,7 +79,7 @@ static int dump_write(struct trace_sink *ts, const char *reason,
 	if (!d.err) {
 		render_begin(&d.r);
 		rec_visit(&ts->rec, dump_item, &d);
-		render_end(&d.r, trace_now_ns(), true);
+		render_end(&d.r, nt_clock_mono_ns(), true);
 		if (!d.err)
 			d.err = d.buf.oom ? -ENOMEM : out_write(&d.f, &d.buf);
 	}
@@ -134,7 +137,7 @@ static void dump_start(struct trace_sink *ts, uint64_t now)
 		ts->dump_pid = pid;
 		return;
 	}
-	ts->host->log(ts->inst, NT_LOG_WARN, "fork for the dump failed (%s); "
+	nt_log_warn(ts, "fork for the dump failed (%s); "
 		      "writing it in the loop", strerror(errno));
 	dump_now_sync(ts, reason);
 }
@@ -142,7 +145,7 @@ static void dump_start(struct trace_sink *ts, uint64_t now)
 void dump_request(struct trace_sink *ts, const char *reason, uint64_t delay_ns,
 		  bool rate_limited)
 {
-	uint64_t now = trace_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 	uint64_t gap = (uint64_t)ts->cfg->dump_min_interval_s * 1000000000ull;
 
 	if (ts->dump_due_ns)
@@ -165,12 +168,12 @@ static void dump_done(struct trace_sink *ts, int err, uint64_t bytes,
 		      const char *path)
 {
 	if (err) {
-		ts->host->log(ts->inst, NT_LOG_ERROR, "dump %s failed: %s", path,
+		nt_log_err(ts, "dump %s failed: %s", path,
 			      strerror(-err));
 		trace_count(ts, ts->m_dumps, "failed", 1);
 		return;
 	}
-	ts->host->log(ts->inst, NT_LOG_INFO, "flight recorder written: %s (%" PRIu64
+	nt_log_info(ts, "flight recorder written: %s (%" PRIu64
 		      " bytes)%s", path, bytes, ts->cfg->report ? " and its .html report" : "");
 	trace_count(ts, ts->m_dumps, "written", 1);
 	trace_count(ts, ts->m_files, "trace", 1);
@@ -226,7 +229,7 @@ static void dump_check_child(struct trace_sink *ts, int flags)
 		ts->dump_reported = false;
 		return;
 	}
-	ts->host->log(ts->inst, NT_LOG_ERROR, "the dump writer (pid %d) died%s%s",
+	nt_log_err(ts, "the dump writer (pid %d) died%s%s",
 		      (int)ts->dump_pid, p > 0 && WIFSIGNALED(st) ? " by signal " : "",
 		      p > 0 && WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "");
 	trace_count(ts, ts->m_dumps, "failed", 1);
@@ -254,7 +257,7 @@ void dump_now_sync(struct trace_sink *ts, const char *reason)
 
 	if (ts->seq >= (uint64_t)ts->cfg->max_dumps) {
 		trace_count(ts, ts->m_dumps, "over_max_dumps", 1);
-		ts->host->log(ts->inst, NT_LOG_WARN, "max_dumps (%lld) reached: the %s "
+		nt_log_warn(ts, "max_dumps (%lld) reached: the %s "
 			      "dump is not written", (long long)ts->cfg->max_dumps, reason);
 		return;
 	}

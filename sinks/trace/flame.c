@@ -138,9 +138,24 @@ static unsigned depth_of(const struct flame *f, uint32_t node, unsigned d)
 	return best;
 }
 
+/* FNV-1a with a final mix, spelled out rather than the kit's hash: a
+ * frame's colour must stay the same from one version to the next (people
+ * compare flame graphs side by side), and the kit promises no stable hash. */
+static uint64_t colour_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h ? h : 1;
+}
+
 static unsigned color_of(const char *name, bool gpu)
 {
-	uint64_t h = tmap_hash(name, strlen(name));
+	uint64_t h = colour_hash(name);
 	unsigned r, g, b;
 
 	if (gpu) {

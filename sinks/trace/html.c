@@ -359,12 +359,12 @@ static int by_time_then_count(const void *x, const void *y)
 
 static struct row *sorted_rows(const struct tmap *m, uint32_t *n)
 {
-	struct row *rows = calloc(m->n ? m->n : 1, sizeof(*rows));
+	struct row *rows = calloc(tmap_count(m) ? tmap_count(m) : 1, sizeof(*rows));
 	const struct tmap_ent *e;
-	uint32_t pos = 0;
+	struct nt_hmap_iter it;
 
 	*n = 0;
-	while (rows && (e = tmap_next(m, &pos)))
+	for (tmap_iter_init(&it, m); rows && (e = tmap_next(&it));)
 		rows[(*n)++] = (struct row){e->key, e->klen, e->val};
 	if (rows)
 		qsort(rows, *n, sizeof(*rows), by_time_then_count);
@@ -423,12 +423,12 @@ static int by_name(const void *x, const void *y)
 
 static const struct tmap_ent **sorted_ents(const struct tmap *m, uint32_t *n)
 {
-	const struct tmap_ent **ents = calloc(m->n ? m->n : 1, sizeof(*ents));
+	const struct tmap_ent **ents = calloc(tmap_count(m) ? tmap_count(m) : 1, sizeof(*ents));
 	const struct tmap_ent *e;
-	uint32_t pos = 0;
+	struct nt_hmap_iter it;
 
 	*n = 0;
-	while (ents && (e = tmap_next(m, &pos)))
+	for (tmap_iter_init(&it, m); ents && (e = tmap_next(&it));)
 		ents[(*n)++] = e;
 	if (ents)
 		qsort(ents, *n, sizeof(*ents), by_name);

@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "report.h"
+#include <ntcore/kit/clock.h>
+#include <ntcore/kit/log.h>
+
 #include "trace.h"
 
 #ifndef NTCORE_TRACE_VERSION
@@ -100,7 +103,7 @@ int plain_start(struct trace_sink *ts)
 	out_name(ts, ts->f.base, sizeof(ts->f.base), NULL);
 	int err = out_open(&ts->f, ts->r.ops->ext);
 	if (err) {
-		ts->host->log(ts->inst, NT_LOG_ERROR, "cannot create %s: %s",
+		nt_log_err(ts, "cannot create %s: %s",
 			      ts->f.path, strerror(-err));
 		return err;
 	}
@@ -123,9 +126,8 @@ void plain_flush(struct trace_sink *ts)
 		ts->host->count_drop(ts->inst, "trace", ts->buf_events);
 		ts->lost += ts->buf_events;
 		if (!ts->write_failed)
-			ts->host->log(ts->inst, NT_LOG_ERROR,
-				      "writing %s failed: %s; its events are counted as dropped",
-				      ts->f.path, strerror(-err));
+			nt_log_err(ts, "writing %s failed: %s; its events are counted as dropped",
+				   ts->f.path, strerror(-err));
 		ts->write_failed = true;
 	} else {
 		trace_count(ts, ts->m_bytes, NULL, (double)ts->buf.len);
@@ -152,7 +154,7 @@ static void plain_rotate(struct trace_sink *ts)
 	ts->f.part++;
 	int err = out_open(&ts->f, ts->r.ops->ext);
 	if (err) {
-		ts->host->log(ts->inst, NT_LOG_ERROR, "cannot create %s: %s",
+		nt_log_err(ts, "cannot create %s: %s",
 			      ts->f.path, strerror(-err));
 		return;
 	}
@@ -177,7 +179,7 @@ void plain_finish(struct trace_sink *ts, const char *reason)
 {
 	char html[4200], name[4200];
 
-	render_end(&ts->r, trace_now_ns(), true);
+	render_end(&ts->r, nt_clock_mono_ns(), true);
 	plain_flush(ts);
 	if (ts->f.fd >= 0)
 		fsync(ts->f.fd);
@@ -189,12 +191,12 @@ void plain_finish(struct trace_sink *ts, const char *reason)
 	int err = write_report(ts, &ts->run, html, reason, "the whole run", name,
 			       ts->lost);
 	if (err) {
-		ts->host->log(ts->inst, NT_LOG_ERROR, "cannot write %s: %s", html,
+		nt_log_err(ts, "cannot write %s: %s", html,
 			      strerror(-err));
 		return;
 	}
 	trace_count(ts, ts->m_files, "report", 1);
-	ts->host->log(ts->inst, NT_LOG_INFO, "wrote %s and %s", ts->f.path, html);
+	nt_log_info(ts, "wrote %s and %s", ts->f.path, html);
 }
 
 /* ---- report pages -------------------------------------------------- */

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <ntcore/kit/clock.h>
+
 #include "jsonl.h"
 
 /* Synthetic JSON process ids (above any real pid, below 2^31). */
@@ -43,19 +45,21 @@ int render_init(struct render *r, const char *fmt, struct nt_buf *buf,
 	return r->w ? 0 : -ENOMEM;
 }
 
-static uint64_t clock_ns(clockid_t id)
+/* The kit has the monotonic and wall clocks; the trace's clock snapshot
+ * also names the boot clock (perf and ftrace timestamps). */
+static uint64_t boottime_ns(void)
 {
 	struct timespec t;
 
-	clock_gettime(id, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+	clock_gettime(CLOCK_BOOTTIME, &t);
+	return (uint64_t)t.tv_sec * NT_NS_PER_SEC + (uint64_t)t.tv_nsec;
 }
 
 void render_begin(struct render *r)
 {
 	tmap_free(&r->tracks, free);
-	r->ops->begin(r->w, r->buf, clock_ns(CLOCK_MONOTONIC),
-		      clock_ns(CLOCK_BOOTTIME), clock_ns(CLOCK_REALTIME));
+	r->ops->begin(r->w, r->buf, nt_clock_mono_ns(), boottime_ns(),
+		      nt_clock_wall_ns());
 }
 
 /* ---- tracks -------------------------------------------------------- */
@@ -454,10 +458,10 @@ void render_counter(struct render *r, uint64_t ts, const struct ctr_series *cs,
 /* Calls entered and not returned: drawn from their entry to end_ts. */
 static void draw_open_calls(struct render *r, uint64_t end_ts)
 {
-	uint32_t pos = 0;
+	struct nt_hmap_iter it;
 	const struct tmap_ent *e;
 
-	while ((e = tmap_next(&r->opens, &pos))) {
+	for (tmap_iter_init(&it, &r->opens); (e = tmap_next(&it));) {
 		struct open_call *o = e->val;
 		struct nt_event_hdr ev = {.pid = o->pid, .tid = o->tid};
 		if (!o->ts || end_ts < o->ts)

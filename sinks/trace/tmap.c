@@ -1,141 +1,116 @@
 /* SPDX-License-Identifier: MIT */
-/* Open-addressing hash map with copied byte keys, and a string interner. */
+/* The trace sink's maps with owned keys and its string interner, on the
+ * kit's string map (see tmap.h). */
 #include "tmap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* FNV-1a, then a final mix so that low bits are usable as a slot index. */
-uint64_t tmap_hash(const void *key, size_t len)
-{
-	const unsigned char *p = key;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h ? h : 1;
-}
-
-static struct tmap_ent *slot_of(const struct tmap *m, uint64_t h,
-				const void *key, size_t len)
-{
-	uint32_t mask = m->cap - 1;
-
-	for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
-		struct tmap_ent *e = &m->ents[i];
-		if (!e->hash || (e->hash == h && e->klen == len &&
-				 memcmp(e->key, key, len) == 0))
-			return e;
-	}
-}
-
 void *tmap_get(const struct tmap *m, const void *key, size_t len)
 {
-	if (!m->cap)
-		return NULL;
-	struct tmap_ent *e = slot_of(m, tmap_hash(key, len), key, len);
-	return e->hash ? e->val : NULL;
-}
+	struct nt_hstr k = { key, len };
+	const struct tmap_ent *e = nt_hmap_get(&m->map, &k);
 
-static int grow(struct tmap *m)
-{
-	uint32_t cap = m->cap ? m->cap * 2 : 16;
-	struct tmap_ent *ents = calloc(cap, sizeof(*ents));
-	struct tmap old = *m;
-
-	if (!ents)
-		return -1;
-	m->ents = ents;
-	m->cap = cap;
-	for (uint32_t i = 0; i < old.cap; i++) {
-		struct tmap_ent *e = &old.ents[i];
-		if (e->hash)
-			*slot_of(m, e->hash, e->key, e->klen) = *e;
-	}
-	free(old.ents);
-	return 0;
+	return e ? e->val : NULL;
 }
 
 int tmap_put(struct tmap *m, const void *key, size_t len, void *val)
 {
-	if ((m->n + 1) * 4 > m->cap * 3 && grow(m))
+	struct nt_hstr k = { key, len };
+	struct tmap_ent *e;
+	char *copy;
+
+	if (!m->map.key_size &&
+	    nt_hmap_init_str(&m->map, sizeof(struct tmap_ent), 0))
 		return -1;
-	uint64_t h = tmap_hash(key, len);
-	struct tmap_ent *e = slot_of(m, h, key, len);
-	if (e->hash) {
+	if ((e = nt_hmap_get(&m->map, &k))) {
 		e->val = val;
 		return 0;
 	}
-	char *copy = malloc(len ? len : 1);
+	copy = malloc(len ? len : 1);
 	if (!copy)
 		return -1;
 	memcpy(copy, key, len);
-	e->hash = h;
-	e->key = copy;
-	e->klen = (uint32_t)len;
-	e->val = val;
-	m->n++;
+	k.s = copy; /* the map keeps this key: it must point at our copy */
+	e = nt_hmap_put(&m->map, &k, NULL);
+	if (!e) {
+		free(copy);
+		return -1;
+	}
+	*e = (struct tmap_ent){ copy, (uint32_t)len, val };
 	return 0;
 }
 
-const struct tmap_ent *tmap_next(const struct tmap *m, uint32_t *pos)
+void tmap_iter_init(struct nt_hmap_iter *it, const struct tmap *m)
 {
-	while (*pos < m->cap) {
-		const struct tmap_ent *e = &m->ents[(*pos)++];
-		if (e->hash)
-			return e;
-	}
-	return NULL;
+	/* the kit's iterator takes a mutable map for iter_del, unused here */
+	nt_hmap_iter_init(it, (struct nt_hmap *)&m->map);
+}
+
+const struct tmap_ent *tmap_next(struct nt_hmap_iter *it)
+{
+	return nt_hmap_iter_next(it) ? it->val : NULL;
 }
 
 void tmap_free(struct tmap *m, void (*free_val)(void *))
 {
-	for (uint32_t i = 0; i < m->cap; i++) {
-		if (!m->ents[i].hash)
-			continue;
-		free(m->ents[i].key);
+	struct nt_hmap_iter it;
+	const struct tmap_ent *e;
+
+	for (tmap_iter_init(&it, m); (e = tmap_next(&it));) {
 		if (free_val)
-			free_val(m->ents[i].val);
+			free_val(e->val);
+		free(e->key);
 	}
-	free(m->ents);
+	nt_hmap_fini(&m->map);
 	memset(m, 0, sizeof(*m));
+}
+
+/* Room for one more string in strs; 0 or -1. */
+static int strs_reserve(struct strtab *t)
+{
+	uint32_t cap;
+	char **strs;
+
+	if (t->n < t->cap)
+		return 0;
+	cap = t->cap ? t->cap * 2 : 64;
+	strs = realloc(t->strs, cap * sizeof(*strs));
+	if (!strs)
+		return -1;
+	t->strs = strs;
+	t->cap = cap;
+	return 0;
 }
 
 uint32_t strtab_id(struct strtab *t, const char *s, size_t len, int *is_new)
 {
-	void *v = tmap_get(&t->map, s, len);
+	struct nt_hstr k = { s, len };
+	uint32_t *id = t->map.key_size ? nt_hmap_get(&t->map, &k) : NULL;
+	char *copy;
 
 	if (is_new)
 		*is_new = 0;
-	if (v)
-		return (uint32_t)(uintptr_t)v;
-	if (t->max && t->n >= t->max)
+	if (id)
+		return *id;
+	if ((t->max && t->n >= t->max) || strs_reserve(t) ||
+	    (!t->map.key_size && nt_hmap_init_str(&t->map, sizeof(uint32_t), 0)))
 		return 0;
-	if (t->n == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 64;
-		char **strs = realloc(t->strs, cap * sizeof(*strs));
-		if (!strs)
-			return 0;
-		t->strs = strs;
-		t->cap = cap;
-	}
-	char *copy = malloc(len + 1);
+	copy = malloc(len + 1);
 	if (!copy)
 		return 0;
 	memcpy(copy, s, len);
 	copy[len] = '\0';
-	uint32_t id = t->n + 1;
-	if (tmap_put(&t->map, s, len, (void *)(uintptr_t)id)) {
+	k.s = copy;
+	if (!(id = nt_hmap_put(&t->map, &k, NULL))) {
 		free(copy);
 		return 0;
 	}
 	t->strs[t->n++] = copy;
+	*id = t->n;
 	if (is_new)
 		*is_new = 1;
-	return id;
+	return *id;
 }
 
 void strtab_free(struct strtab *t)
@@ -143,6 +118,6 @@ void strtab_free(struct strtab *t)
 	for (uint32_t i = 0; i < t->n; i++)
 		free(t->strs[i]);
 	free(t->strs);
-	tmap_free(&t->map, NULL);
+	nt_hmap_fini(&t->map);
 	memset(t, 0, sizeof(*t));
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A small open-addressing hash map from byte-string keys to pointers, and a
- * string interner built on it. Generic plumbing the trace sink needs in
- * several places (tracks, interned names, flame-graph nodes, tables); kept
- * in one file so that moving to the SDK's plugin kit later is a one-file
- * change.
+ * The trace sink's maps, on the kit's string map (nt_hmap_init_str):
+ * byte-string keys (names, schema pointers, (parent, name) pairs) to
+ * pointers, with the key bytes copied and owned here because the kit's map
+ * only borrows them; and a string interner giving dense ids.
  *
- * Ownership: the map copies each key; values are the caller's (tmap_free
- * calls `free_val` on each when given).
+ * A zeroed struct tmap (or strtab) is an empty one: the kit's map is made
+ * on the first put. Ownership: the map owns its key copies; values are the
+ * caller's (tmap_free calls `free_val` on each when given).
  */
 #ifndef NTCORE_TRACE_TMAP_H
 #define NTCORE_TRACE_TMAP_H
@@ -15,36 +15,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ntcore/kit/hmap.h>
+
+/* One entry, stored as the kit map's value; its key points at `key`. */
 struct tmap_ent {
-	uint64_t hash; /* 0: empty slot */
-	char *key;
+	char *key; /* owned copy of the key bytes */
 	uint32_t klen;
 	void *val;
 };
 
 struct tmap {
-	struct tmap_ent *ents;
-	uint32_t cap; /* power of two, or 0 */
-	uint32_t n;
+	struct nt_hmap map; /* struct nt_hstr -> struct tmap_ent */
 };
 
-uint64_t tmap_hash(const void *key, size_t len);
 /* The value stored under key, or NULL. */
 void *tmap_get(const struct tmap *m, const void *key, size_t len);
 /* Store (or replace) a value; returns 0, or -1 when out of memory. */
 int tmap_put(struct tmap *m, const void *key, size_t len, void *val);
-/* Iterate: start with *pos = 0; returns the next entry or NULL. */
-const struct tmap_ent *tmap_next(const struct tmap *m, uint32_t *pos);
+static inline size_t tmap_count(const struct tmap *m)
+{
+	return nt_hmap_count(&m->map);
+}
+/* Iterate (no put or free meanwhile): tmap_iter_init, then tmap_next
+ * until it returns NULL. Entries come in no particular order. */
+void tmap_iter_init(struct nt_hmap_iter *it, const struct tmap *m);
+const struct tmap_ent *tmap_next(struct nt_hmap_iter *it);
 void tmap_free(struct tmap *m, void (*free_val)(void *));
 
 /*
  * Interned strings: each distinct string gets a dense id from 1 upwards
- * and one NUL-terminated copy owned by the table. At most `max` strings
- * (0: unbounded); beyond that strs_id returns 0.
+ * and one NUL-terminated copy owned by the table (which is also the kit
+ * map's key). At most `max` strings (0: unbounded); beyond that strtab_id
+ * returns 0.
  */
 struct strtab {
-	struct tmap map;  /* string -> (void *)(uintptr_t)id */
-	char **strs;      /* strs[id - 1] */
+	struct nt_hmap map; /* struct nt_hstr (into strs) -> uint32_t id */
+	char **strs;        /* strs[id - 1] */
 	uint32_t n, cap, max;
 };
 

@@ -16,53 +16,52 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "trace.h"
+#include <ntcore/kit/cfg.h>
+#include <ntcore/kit/clock.h>
+#include <ntcore/kit/log.h>
 
-#define KEY(k, t, d, lo, hi, text)                                             \
-	{ .key = #k, .type = (t), .offset = offsetof(struct trace_cfg, k),     \
-	  .def = (d), .min = (lo), .max = (hi), .desc = (text) }
-#define KEYC(k, d, ch, text)                                                   \
-	{ .key = #k, .type = NT_CFG_STRING, .offset = offsetof(struct trace_cfg, k), \
-	  .def = (d), .min = 1, .max = 0, .choices = (ch), .desc = (text) }
+#include "trace.h"
 
 static const char *const modes[] = {"plain", "flight", NULL};
 static const char *const formats[] = {"perfetto", "json", NULL};
 static const char *const severities[] = {"info", "warning", "critical", NULL};
 
+#define C struct trace_cfg
 static const struct nt_cfg_key trace_keys[] = {
-	KEYC(mode, "\"plain\"", modes,
+	NT_KEY_CHOICE(C, mode, "plain", modes,
 	     "plain: write the whole run; flight: keep the last window_s in memory, write it on an alert, SIGUSR1 and at exit"),
-	KEYC(format, "\"perfetto\"", formats,
+	NT_KEY_CHOICE(C, format, "perfetto", formats,
 	     "perfetto: protobuf trace (ui.perfetto.dev); json: trace events (chrome://tracing, speedscope)"),
-	KEY(dir, NT_CFG_STRING, "\".\"", 1, 0, "directory the traces and reports are written to"),
-	KEY(prefix, NT_CFG_STRING, "\"ntcore-trace\"", 1, 0,
+	NT_KEY_STR(C, dir, ".", "directory the traces and reports are written to"),
+	NT_KEY_STR(C, prefix, "ntcore-trace",
 	    "file names: PREFIX-PID-TIME[-SEQ-REASON].pftrace|.json|.html"),
-	KEY(max_file_mb, NT_CFG_INT, "1024", 0, 1 << 20,
+	NT_KEY_INT(C, max_file_mb, 1024, 0, 1 << 20,
 	    "plain: start a new part when a file passes this size (0: never)"),
-	KEY(max_files, NT_CFG_INT, "8", 1, 100000, "plain: parts kept (older ones are deleted)"),
-	KEY(window_s, NT_CFG_INT, "60", 1, 86400, "flight: seconds of events kept"),
-	KEY(buffer_mb, NT_CFG_INT, "256", 1, 65536,
+	NT_KEY_INT(C, max_files, 8, 1, 100000, "plain: parts kept (older ones are deleted)"),
+	NT_KEY_INT(C, window_s, 60, 1, 86400, "flight: seconds of events kept"),
+	NT_KEY_INT(C, buffer_mb, 256, 1, 65536,
 	    "flight: memory the recorder may hold (it keeps less than window_s when full)"),
-	KEY(dump_on_alert, NT_CFG_BOOL, "true", 1, 0, "flight: write the recorder when an alert fires"),
-	KEYC(alert_min_severity, "\"warning\"", severities, "flight: the least severe alert that writes it"),
-	KEY(dump_min_interval_s, NT_CFG_INT, "60", 0, 86400,
+	NT_KEY_BOOL(C, dump_on_alert, true, "flight: write the recorder when an alert fires"),
+	NT_KEY_CHOICE(C, alert_min_severity, "warning", severities, "flight: the least severe alert that writes it"),
+	NT_KEY_INT(C, dump_min_interval_s, 60, 0, 86400,
 	    "flight: seconds between two dumps caused by alerts"),
-	KEY(dump_delay_ms, NT_CFG_INT, "1000", 0, 600000,
+	NT_KEY_INT(C, dump_delay_ms, 1000, 0, 600000,
 	    "flight: wait this long after an alert, so the events of its moment are in"),
-	KEY(max_dumps, NT_CFG_INT, "100", 1, 1000000, "flight: dumps written at most (the exit's included)"),
-	KEY(report, NT_CFG_BOOL, "true", 1, 0, "write an HTML report page with each trace"),
-	KEY(counters, NT_CFG_STRING_LIST,
+	NT_KEY_INT(C, max_dumps, 100, 1, 1000000, "flight: dumps written at most (the exit's included)"),
+	NT_KEY_BOOL(C, report, true, "write an HTML report page with each trace"),
+	NT_KEY_STRLIST(C, counters,
 	    "[\"ntcore_cuda_memory_bytes\", \"ntcore_mem_rss_bytes\", \"ntcore_cuda_gpu_busy_ratio\"]",
-	    1, 0, "metric families (fnmatch patterns) drawn as counter tracks"),
-	KEY(report_memory, NT_CFG_STRING_LIST, "[\"ntcore_cuda_memory_bytes\"]", 1, 0,
+	    "metric families (fnmatch patterns) drawn as counter tracks"),
+	NT_KEY_STRLIST(C, report_memory, "[\"ntcore_cuda_memory_bytes\"]",
 	    "counter families the report's memory timeline plots"),
-	KEY(counter_interval_ms, NT_CFG_INT, "250", 10, 3600000, "how often counters are sampled"),
-	KEY(max_counter_series, NT_CFG_INT, "256", 1, 100000, "counter tracks at most"),
-	KEY(instants, NT_CFG_BOOL, "true", 1, 0,
+	NT_KEY_INT(C, counter_interval_ms, 250, 10, 3600000, "how often counters are sampled"),
+	NT_KEY_INT(C, max_counter_series, 256, 1, 100000, "counter tracks at most"),
+	NT_KEY_BOOL(C, instants, true,
 	    "draw events that are neither slices nor alerts as instants on their thread"),
-	KEY(flame_nodes, NT_CFG_INT, "20000", 100, 10000000, "nodes per flame graph in the report"),
-	KEY(write_buffer_kb, NT_CFG_INT, "1024", 4, 1048576, "plain: write when this much is rendered"),
+	NT_KEY_INT(C, flame_nodes, 20000, 100, 10000000, "nodes per flame graph in the report"),
+	NT_KEY_INT(C, write_buffer_kb, 1024, 4, 1048576, "plain: write when this much is rendered"),
 };
+#undef C
 
 static const char *const l_inst[] = {"instance"};
 static const char *const l_inst_kind[] = {"instance", "kind"};
@@ -85,14 +84,6 @@ static const struct nt_metric_desc m_evicted_desc = {
 	.name = "ntcore_trace_recorder_evicted_total",
 	.help = "Records the flight recorder let go (older than window_s, or over buffer_mb)",
 	.type = NT_METRIC_COUNTER, .n_labels = 1, .label_names = l_inst};
-
-uint64_t trace_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 void trace_count(struct trace_sink *ts, struct nt_metric *m, const char *what,
 		 double n)
@@ -247,7 +238,7 @@ static int trace_init(struct nt_instance *inst, const struct nt_host *host,
 	ts->self = getpid();
 	ts->f.fd = -1;
 	ts->status_fd[0] = ts->status_fd[1] = -1;
-	uint64_t now = trace_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 	ts->wall_offset_ns = (int64_t)(host->wall_ns(inst, now) - now);
 	ctr_init(&ts->ctr, &cfg->counters, (uint32_t)cfg->max_counter_series,
 		 ts->flight ? (uint64_t)cfg->window_s * 250000000ull : 0);
@@ -297,7 +288,7 @@ static void recorder_metrics(struct trace_sink *ts)
 static int trace_poll(void *state, uint32_t token, uint32_t budget)
 {
 	struct trace_sink *ts = state;
-	uint64_t now = trace_now_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	(void)budget;
 	if (token == 1) {
@@ -322,11 +313,11 @@ static void trace_on_signal(void *state, int signo)
 		return;
 	if (!ts->flight) {
 		plain_flush(ts);
-		ts->host->log(ts->inst, NT_LOG_INFO, "SIGUSR1: %s flushed", ts->f.path);
+		nt_log_info(ts, "SIGUSR1: %s flushed", ts->f.path);
 		return;
 	}
 	dump_request(ts, "signal", 0, false);
-	dump_tick(ts, trace_now_ns());
+	dump_tick(ts, nt_clock_mono_ns());
 }
 
 static void trace_flush(void *state)
@@ -336,7 +327,7 @@ static void trace_flush(void *state)
 	if (ts->finished)
 		return;
 	ts->finished = true;
-	ctr_sample(&ts->ctr, ts->host, ts->inst, trace_now_ns(), on_counter, ts);
+	ctr_sample(&ts->ctr, ts->host, ts->inst, nt_clock_mono_ns(), on_counter, ts);
 	if (ts->flight) {
 		dump_wait(ts);
 		dump_now_sync(ts, "exit");

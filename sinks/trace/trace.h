@@ -135,7 +135,6 @@ void dump_status(struct trace_sink *ts);
 void dump_now_sync(struct trace_sink *ts, const char *reason);
 void dump_wait(struct trace_sink *ts);
 
-uint64_t trace_now_ns(void);
 void trace_count(struct trace_sink *ts, struct nt_metric *m, const char *what,
 		 double n);
 

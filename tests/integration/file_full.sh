@@ -29,9 +29,15 @@ plugins = (
     interval_ms = 100; buffer_kb = 64; }
 );
 C
-unshare -m --propagation private sh -c '
+# A private mount namespace; where the root is not a mount point (a chroot,
+# as in scripts/fresh-root.sh) its propagation cannot be changed, so the
+# tmpfs may show in the parent namespace too: it is unmounted at the end.
+prop=private
+unshare -m --propagation private true 2>/dev/null || prop=unchanged
+unshare -m --propagation $prop sh -c '
 	set -e
 	mount -t tmpfs -o size=4m nt-full "$1/disk"
+	trap "umount \"\$1/disk\" 2>/dev/null || umount -l \"\$1/disk\" 2>/dev/null || true" EXIT
 	dd if=/dev/zero of="$1/disk/filler" bs=64k count=63 status=none
 	(sleep 0.5; rm -f "$1/disk/filler") &
 	rc=0

@@ -506,10 +506,10 @@ START_TEST(test_report_and_procs)
 		rc.out[0] = 0x1000 * pid;
 		ck_assert_int_eq(decode(&rc), 1);
 	}
-	ck_assert_uint_eq(st.nprocs, 199);
+	ck_assert_uint_eq(nt_hmap_count(&st.procs), 199);
 	for (uint32_t pid = 1; pid < 200; pid += 2)
 		nt_cuda_proc_drop(&st, pid);
-	ck_assert_uint_eq(st.nprocs, 99);
+	ck_assert_uint_eq(nt_hmap_count(&st.procs), 99);
 	for (uint32_t pid = 2; pid < 200; pid += 2)
 		ck_assert_ptr_nonnull(nt_cuda_proc_find(&st, pid));
 	ck_assert_ptr_null(nt_cuda_proc_find(&st, 3));

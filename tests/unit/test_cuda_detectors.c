@@ -88,7 +88,7 @@ START_TEST(test_amap_basic)
 	ck_assert_uint_eq(p->live_bytes, 0);
 	ck_assert_uint_eq(p->peak_bytes, 2500 * 4096);
 	ck_assert_uint_eq(p->n_free, 2500);
-	ck_assert_uint_eq(m.count, 2500);
+	ck_assert_uint_eq(amap_count(&m), 2500);
 	/* every odd one still found after the backward-shift deletions */
 	for (uint64_t i = 1; i < 5000; i += 2)
 		ck_assert(amap_lookup(&m, 7, 0x7f0000000000ULL + i * 4096, NULL));
@@ -105,7 +105,7 @@ START_TEST(test_amap_basic)
 	e.pid = 8;
 	ck_assert_int_eq(amap_alloc(&m, &e), 0);
 	amap_drop_pid(&m, 7);
-	ck_assert_uint_eq(m.count, 1);
+	ck_assert_uint_eq(amap_count(&m), 1);
 	ck_assert_ptr_null(amap_proc_find(&m, 7, 1));
 	ck_assert(amap_lookup(&m, 8, e.ptr, &out));
 	ck_assert_uint_eq(out.size, 100);
@@ -614,19 +614,19 @@ END_TEST
 
 START_TEST(test_util)
 {
-	struct sbuf b;
+	struct nt_sb b;
 	char buf[64];
 
-	sb_init(&b);
+	nt_sb_init(&b, 0);
 	sb_json_str(&b, "a\"b\\c\n\x01");
-	ck_assert_str_eq(sb_str(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
-	sb_reset(&b);
+	ck_assert_str_eq(nt_sb_str(&b), "\"a\\\"b\\\\c\\n\\u0001\"");
+	nt_sb_reset(&b);
 	sb_json_stack(&b, "main;leak_here;cudaMalloc;;", 2);
-	ck_assert_str_eq(sb_str(&b), "[\"leak_here\",\"cudaMalloc\"]");
-	sb_reset(&b);
+	ck_assert_str_eq(nt_sb_str(&b), "[\"leak_here\",\"cudaMalloc\"]");
+	nt_sb_reset(&b);
 	sb_xml_str(&b, "a<b>&\"");
-	ck_assert_str_eq(sb_str(&b), "a&lt;b&gt;&amp;&quot;");
-	sb_free(&b);
+	ck_assert_str_eq(nt_sb_str(&b), "a&lt;b&gt;&amp;&quot;");
+	nt_sb_fini(&b);
 	ck_assert_str_eq(fmt_bytes(512, buf, sizeof(buf)), "512 B");
 	ck_assert_str_eq(fmt_bytes(3 * MiB / 2, buf, sizeof(buf)), "1.50 MiB");
 	ck_assert_str_eq(stack_frame("c;b;a", 2, buf, sizeof(buf)), "c");

@@ -250,29 +250,31 @@ START_TEST(join_api_ring_wraps)
 	ck_assert_int_eq(gpu_join_find(p, 5, 0, false, &j), 1); /* forgotten */
 	ck_assert_int_eq(gpu_join_find(p, 2999, 0, false, &j), 0);
 	ck_assert_uint_eq(j.api_start, 29990);
-	ck_assert_uint_le(p->api_at.n, 1024);
+	ck_assert_uint_le(nt_hmap_count(&p->api_at.h), 1024);
 	gpu_proc_free(p);
 }
 END_TEST
 
 START_TEST(stacks_root_first)
 {
-	struct gpu_buf b = { 0 };
+	struct nt_sb b;
 	const char *in = "cuLaunchKernel;launch;cudaLaunchKernel;fwd;main";
 
+	nt_sb_init(&b, 0);
+
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
+	ck_assert_str_eq(b.buf, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
 	/* already root first: unchanged */
 	in = "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel";
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
+	ck_assert_str_eq(b.buf, "main;fwd;cudaLaunchKernel;launch;cuLaunchKernel");
 	in = "cuLaunchKernel+0x12;libx.so+0x40;main";
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "main;libx.so+0x40;cuLaunchKernel+0x12");
+	ck_assert_str_eq(b.buf, "main;libx.so+0x40;cuLaunchKernel+0x12");
 	in = "cuLaunchKernelEx;main";
 	gpu_stack_root_first(in, strlen(in), "cuLaunchKernel", &b);
-	ck_assert_str_eq(b.p, "cuLaunchKernelEx;main"); /* not the probed function */
-	gpu_buf_free(&b);
+	ck_assert_str_eq(b.buf, "cuLaunchKernelEx;main"); /* not the probed function */
+	nt_sb_fini(&b);
 }
 END_TEST
 

@@ -17,32 +17,32 @@
 
 static char *lv(const char *v)
 {
-	static struct pe_buf b;
+	static struct nt_sb b;
 
-	pe_buf_free(&b);
+	nt_sb_fini(&b);
+	nt_sb_init(&b, 0);
 	pe_label_value(&b, v);
-	pe_putc(&b, '\0');
-	return b.p;
+	return (char *)nt_sb_str(&b);
 }
 
 static char *base(const char *name, uint32_t type)
 {
-	static struct pe_buf b;
+	static struct nt_sb b;
 
-	pe_buf_free(&b);
+	nt_sb_fini(&b);
+	nt_sb_init(&b, 0);
 	pe_base_name(&b, name, type);
-	pe_putc(&b, '\0');
-	return b.p;
+	return (char *)nt_sb_str(&b);
 }
 
 static char *lname(const char *name, int hist)
 {
-	static struct pe_buf b;
+	static struct nt_sb b;
 
-	pe_buf_free(&b);
+	nt_sb_fini(&b);
+	nt_sb_init(&b, 0);
 	pe_label_name(&b, name, hist);
-	pe_putc(&b, '\0');
-	return b.p;
+	return (char *)nt_sb_str(&b);
 }
 
 static const char *val(double v)
@@ -90,7 +90,7 @@ static char *render(const struct fam *f, size_t nf, enum pe_format fmt,
 		out_stats->n_series = s.n_series;
 		out_stats->n_samples = s.n_samples;
 	}
-	body = pe_buf_steal(&s.out, &len);
+	body = nt_sb_take(&s.out, &len);
 	ck_assert_uint_eq(strlen(body), len);
 	pe_scrape_free(&s);
 	return body;
@@ -125,17 +125,16 @@ END_TEST
 
 START_TEST(test_help_escape)
 {
-	struct pe_buf b = { 0 };
+	struct nt_sb b;
 
+	nt_sb_init(&b, 0);
 	pe_help(&b, "a \"q\" \\ b\nc", PE_FMT_TEXT);
-	pe_putc(&b, '\0');
 	/* 0.0.4: only backslash and newline are escaped in HELP. */
-	ck_assert_str_eq(b.p, "a \"q\" \\\\ b\\nc");
-	b.len = 0;
+	ck_assert_str_eq(nt_sb_str(&b), "a \"q\" \\\\ b\\nc");
+	nt_sb_reset(&b);
 	pe_help(&b, "a \"q\" \\ b\nc", PE_FMT_OPENMETRICS);
-	pe_putc(&b, '\0');
-	ck_assert_str_eq(b.p, "a \\\"q\\\" \\\\ b\\nc");
-	pe_buf_free(&b);
+	ck_assert_str_eq(nt_sb_str(&b), "a \\\"q\\\" \\\\ b\\nc");
+	nt_sb_fini(&b);
 }
 END_TEST
 
@@ -457,12 +456,12 @@ START_TEST(test_many_series)
 	ck_assert_uint_eq(s.n_series, N);
 	ck_assert_uint_eq(s.n_samples, N + F);
 	for (size_t i = 0; i < s.out.len; i++)
-		lines += s.out.p[i] == '\n';
+		lines += s.out.buf[i] == '\n';
 	ck_assert_uint_eq(lines, N + F * 2 + 2 + F);
 	{
 		const char *w = "ntcore_many9_total{l0=\"s99999\",l1=\"v\"} 99999\n";
 
-		ck_assert_ptr_nonnull(memmem(s.out.p, s.out.len, w, strlen(w)));
+		ck_assert_ptr_nonnull(memmem(s.out.buf, s.out.len, w, strlen(w)));
 	}
 	pe_scrape_free(&s);
 	free(ser);

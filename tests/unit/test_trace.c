@@ -95,7 +95,7 @@ START_TEST(map_and_interner)
 		int n = snprintf(key, sizeof(key), "k%lu", (unsigned long)i);
 		ck_assert_int_eq(tmap_put(&m, key, (size_t)n, (void *)i), 0);
 	}
-	ck_assert_uint_eq(m.n, 10000);
+	ck_assert_uint_eq(tmap_count(&m), 10000);
 	for (uintptr_t i = 1; i <= 10000; i++) {
 		int n = snprintf(key, sizeof(key), "k%lu", (unsigned long)i);
 		ck_assert_ptr_eq(tmap_get(&m, key, (size_t)n), (void *)i);
@@ -103,9 +103,10 @@ START_TEST(map_and_interner)
 	ck_assert_ptr_null(tmap_get(&m, "k0", 2));
 	tmap_put(&m, "k5", 2, (void *)7);
 	ck_assert_ptr_eq(tmap_get(&m, "k5", 2), (void *)7);
-	ck_assert_uint_eq(m.n, 10000);
-	uint32_t pos = 0, seen = 0;
-	while (tmap_next(&m, &pos))
+	ck_assert_uint_eq(tmap_count(&m), 10000);
+	struct nt_hmap_iter it;
+	uint32_t seen = 0;
+	for (tmap_iter_init(&it, &m); tmap_next(&it);)
 		seen++;
 	ck_assert_uint_eq(seen, 10000);
 	tmap_free(&m, NULL);

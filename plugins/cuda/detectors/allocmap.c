@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "det_util.h"
 
 /* ------------------------------------------------------------------ */
+/* Interned stack texts: the copies live in str[id], the index (an nt_hmap
+ * of struct nt_hstr pointing at them -> id) finds a text's id. */
 
 void stacktab_init(struct stacktab *t, uint32_t max)
 {
 	memset(t, 0, sizeof(*t));
 	t->max = max ? max : 65536;
+	nt_hmap_init_str(&t->index, sizeof(uint32_t), 0);
 }
 
 void stacktab_fini(struct stacktab *t)
@@ -20,33 +22,15 @@ void stacktab_fini(struct stacktab *t)
 	for (uint32_t i = 1; i < t->n; i++)
 		free(t->str[i]);
 	free(t->str);
-	free(t->slots);
+	nt_hmap_fini(&t->index);
 	memset(t, 0, sizeof(*t));
 }
 
-static int stacktab_grow_index(struct stacktab *t)
-{
-	uint32_t ns = t->nslots ? t->nslots * 2 : 256;
-	uint32_t *slots = calloc(ns, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t id = 1; id < t->n; id++) {
-		uint64_t h = hash_bytes(t->str[id], strlen(t->str[id]), 0);
-		uint32_t i = (uint32_t)h & (ns - 1);
-
-		while (slots[i])
-			i = (i + 1) & (ns - 1);
-		slots[i] = id;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = ns;
-	return 0;
-}
-
+/* Copies the text into str[] and indexes it; its id, 0 on ENOMEM. */
 static uint32_t stacktab_add(struct stacktab *t, const char *s, size_t n)
 {
+	struct nt_hstr key = { .len = n };
+	uint32_t *slot;
 	char *copy;
 
 	if (t->n == 0)
@@ -66,49 +50,37 @@ static uint32_t stacktab_add(struct stacktab *t, const char *s, size_t n)
 		return 0;
 	memcpy(copy, s, n);
 	copy[n] = '\0';
+	key.s = copy;
+	slot = nt_hmap_put(&t->index, &key, NULL);
+	if (!slot) {
+		free(copy);
+		return 0;
+	}
+	*slot = t->n;
 	t->str[t->n] = copy;
 	return t->n++;
 }
 
 uint32_t stacktab_intern(struct stacktab *t, const char *s, size_t n)
 {
-	uint64_t h;
-	uint32_t i, id;
+	static const char msg[] = "[more distinct stacks than stack_limit]";
+	struct nt_hstr key;
+	const uint32_t *id;
 
 	while (n && (s[n - 1] == ';' || s[n - 1] == '\n'))
 		n--;
 	if (!s || !n)
 		return 0;
-	if ((t->n + 1) * 2 > t->nslots && stacktab_grow_index(t) < 0)
-		return 0;
-	h = hash_bytes(s, n, 0);
-	i = (uint32_t)h & (t->nslots - 1);
-	while ((id = t->slots[i]) != 0) {
-		if (strncmp(t->str[id], s, n) == 0 && t->str[id][n] == '\0')
-			return id;
-		i = (i + 1) & (t->nslots - 1);
-	}
+	key = (struct nt_hstr){ .s = s, .len = n };
+	id = nt_hmap_get(&t->index, &key);
+	if (id)
+		return *id;
 	if (t->n >= t->max) {
-		if (!t->overflow_id) {
-			static const char msg[] = "[more distinct stacks than stack_limit]";
-
+		if (!t->overflow_id)
 			t->overflow_id = stacktab_add(t, msg, sizeof(msg) - 1);
-			if (t->overflow_id) {
-				/* index it under its own hash */
-				uint64_t h2 = hash_bytes(msg, sizeof(msg) - 1, 0);
-				uint32_t j = (uint32_t)h2 & (t->nslots - 1);
-
-				while (t->slots[j])
-					j = (j + 1) & (t->nslots - 1);
-				t->slots[j] = t->overflow_id;
-			}
-		}
 		return t->overflow_id;
 	}
-	id = stacktab_add(t, s, n);
-	if (id)
-		t->slots[i] = id;
-	return id;
+	return stacktab_add(t, s, n);
 }
 
 const char *stacktab_get(const struct stacktab *t, uint32_t id)
@@ -119,101 +91,31 @@ const char *stacktab_get(const struct stacktab *t, uint32_t id)
 }
 
 /* ------------------------------------------------------------------ */
+/* Live allocations: an nt_hmap (struct amap_key -> struct amap_entry). */
 
-static inline size_t slot_of(const struct amap *m, uint32_t pid, uint64_t ptr)
+struct amap_key {
+	uint32_t pid;
+	uint32_t zero; /* the key is hashed and compared whole */
+	uint64_t ptr;
+};
+
+static inline struct amap_key amap_key(uint32_t pid, uint64_t ptr)
 {
-	return (size_t)hash_u64(ptr ^ ((uint64_t)pid << 47) ^ pid) & (m->cap - 1);
+	return (struct amap_key){ .pid = pid, .ptr = ptr };
 }
 
 int amap_init(struct amap *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->cap = 1024;
-	m->e = calloc(m->cap, sizeof(*m->e));
-	m->used = calloc(m->cap, 1);
-	if (!m->e || !m->used) {
-		amap_fini(m);
-		return -ENOMEM;
-	}
-	return 0;
+	return nt_hmap_init(&m->live, sizeof(struct amap_key),
+			    sizeof(struct amap_entry), 0);
 }
 
 void amap_fini(struct amap *m)
 {
-	free(m->e);
-	free(m->used);
+	nt_hmap_fini(&m->live);
 	free(m->procs);
 	memset(m, 0, sizeof(*m));
-}
-
-static size_t amap_find(const struct amap *m, uint32_t pid, uint64_t ptr,
-			bool *found)
-{
-	size_t i = slot_of(m, pid, ptr);
-
-	while (m->used[i]) {
-		if (m->e[i].pid == pid && m->e[i].ptr == ptr) {
-			*found = true;
-			return i;
-		}
-		i = (i + 1) & (m->cap - 1);
-	}
-	*found = false;
-	return i;
-}
-
-static int amap_grow(struct amap *m)
-{
-	size_t ncap = m->cap * 2;
-	struct amap_entry *ne = calloc(ncap, sizeof(*ne));
-	uint8_t *nu = calloc(ncap, 1);
-	struct amap old = *m;
-
-	if (!ne || !nu) {
-		free(ne);
-		free(nu);
-		return -ENOMEM;
-	}
-	m->e = ne;
-	m->used = nu;
-	m->cap = ncap;
-	for (size_t i = 0; i < old.cap; i++) {
-		bool f;
-		size_t j;
-
-		if (!old.used[i])
-			continue;
-		j = amap_find(m, old.e[i].pid, old.e[i].ptr, &f);
-		m->e[j] = old.e[i];
-		m->used[j] = 1;
-	}
-	free(old.e);
-	free(old.used);
-	return 0;
-}
-
-/* Backward-shift deletion keeps linear probing free of tombstones. */
-static void amap_remove_at(struct amap *m, size_t i)
-{
-	size_t j = i;
-
-	m->used[i] = 0;
-	for (;;) {
-		size_t k;
-
-		j = (j + 1) & (m->cap - 1);
-		if (!m->used[j])
-			break;
-		k = slot_of(m, m->e[j].pid, m->e[j].ptr);
-		/* may e[j] move to the hole at i? (k cyclically outside (i, j]) */
-		if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		m->e[i] = m->e[j];
-		m->used[i] = 1;
-		m->used[j] = 0;
-		i = j;
-	}
-	m->count--;
 }
 
 struct amap_proc *amap_proc_find(const struct amap *m, uint32_t pid, int32_t dev)
@@ -248,31 +150,28 @@ struct amap_proc *amap_proc(struct amap *m, uint32_t pid, int32_t dev)
 
 int amap_alloc(struct amap *m, const struct amap_entry *a)
 {
-	struct amap_proc *p;
-	bool found;
-	size_t i;
+	struct amap_key key = amap_key(a->pid, a->ptr);
+	struct amap_proc *p = amap_proc(m, a->pid, a->dev);
+	struct amap_entry *e;
+	bool created;
 	int ret = 0;
 
-	if ((m->count + 1) * 4 > m->cap * 3 && amap_grow(m) < 0)
-		return -ENOMEM;
-	p = amap_proc(m, a->pid, a->dev);
 	if (!p)
 		return -ENOMEM;
-	i = amap_find(m, a->pid, a->ptr, &found);
-	if (found) {
-		struct amap_proc *op = amap_proc(m, m->e[i].pid, m->e[i].dev);
+	e = nt_hmap_put(&m->live, &key, &created);
+	if (!e)
+		return -ENOMEM;
+	if (!created) {
+		struct amap_proc *op = amap_proc(m, e->pid, e->dev);
 
 		if (op) {
-			op->live_bytes -= m->e[i].size;
+			op->live_bytes -= e->size;
 			op->live_count--;
 			op->replaced++;
 		}
 		ret = 1;
-	} else {
-		m->count++;
 	}
-	m->e[i] = *a;
-	m->used[i] = 1;
+	*e = *a;
 	p->live_bytes += a->size;
 	p->live_count++;
 	p->n_alloc++;
@@ -284,47 +183,47 @@ int amap_alloc(struct amap *m, const struct amap_entry *a)
 bool amap_lookup(const struct amap *m, uint32_t pid, uint64_t ptr,
 		 struct amap_entry *out)
 {
-	bool found;
-	size_t i = amap_find(m, pid, ptr, &found);
+	struct amap_key key = amap_key(pid, ptr);
+	const struct amap_entry *e = nt_hmap_get(&m->live, &key);
 
-	if (found && out)
-		*out = m->e[i];
-	return found;
+	if (e && out)
+		*out = *e;
+	return e != NULL;
 }
 
 bool amap_set_aux(struct amap *m, uint32_t pid, uint64_t ptr, uint32_t aux)
 {
-	bool found;
-	size_t i = amap_find(m, pid, ptr, &found);
+	struct amap_key key = amap_key(pid, ptr);
+	struct amap_entry *e = nt_hmap_get(&m->live, &key);
 
-	if (found)
-		m->e[i].aux = aux;
-	return found;
+	if (e)
+		e->aux = aux;
+	return e != NULL;
 }
 
 bool amap_free(struct amap *m, uint32_t pid, uint64_t ptr, int32_t dev_hint,
 	       struct amap_entry *out)
 {
-	bool found;
-	size_t i = amap_find(m, pid, ptr, &found);
+	struct amap_key key = amap_key(pid, ptr);
+	struct amap_entry *e = nt_hmap_get(&m->live, &key);
 	struct amap_proc *p;
 
-	if (!found) {
+	if (!e) {
 		p = amap_proc(m, pid, dev_hint < 0 ? 0 : dev_hint);
 		if (p)
 			p->unmatched_frees++;
 		return false;
 	}
 	if (out)
-		*out = m->e[i];
-	p = amap_proc(m, pid, m->e[i].dev);
+		*out = *e;
+	p = amap_proc(m, pid, e->dev);
 	if (p) {
-		p->live_bytes -= m->e[i].size;
+		p->live_bytes -= e->size;
 		p->live_count--;
 		p->n_free++;
-		p->freed_bytes += m->e[i].size;
+		p->freed_bytes += e->size;
 	}
-	amap_remove_at(m, i);
+	nt_hmap_del(&m->live, &key);
 	return true;
 }
 
@@ -340,10 +239,13 @@ long amap_collect(const struct amap *m, uint32_t pid, int32_t dev,
 {
 	size_t n = 0, cap = 0;
 	struct amap_entry *v = NULL;
+	struct nt_hmap_iter it;
 
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->used[i] || m->e[i].pid != pid ||
-		    (dev >= 0 && m->e[i].dev != dev))
+	for (nt_hmap_iter_init(&it, (struct nt_hmap *)&m->live);
+	     nt_hmap_iter_next(&it);) {
+		const struct amap_entry *e = it.val;
+
+		if (e->pid != pid || (dev >= 0 && e->dev != dev))
 			continue;
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
@@ -356,7 +258,7 @@ long amap_collect(const struct amap *m, uint32_t pid, int32_t dev,
 			v = nv;
 			cap = nc;
 		}
-		v[n++] = m->e[i];
+		v[n++] = *e;
 	}
 	if (n > 1)
 		qsort(v, n, sizeof(*v), cmp_addr);
@@ -366,21 +268,11 @@ long amap_collect(const struct amap *m, uint32_t pid, int32_t dev,
 
 void amap_drop_pid(struct amap *m, uint32_t pid)
 {
-	size_t i = 0;
+	struct nt_hmap_iter it;
 
-	/* removal shifts later entries back, so re-examine slot i */
-	while (i < m->cap) {
-		if (m->used[i] && m->e[i].pid == pid)
-			amap_remove_at(m, i);
-		else
-			i++;
-	}
-	/* a wrapped cluster may have shifted an entry of pid to slot 0.. */
-	for (i = 0; i < m->cap; i++)
-		if (m->used[i] && m->e[i].pid == pid) {
-			amap_remove_at(m, i);
-			i = (size_t)-1;
-		}
+	for (nt_hmap_iter_init(&it, &m->live); nt_hmap_iter_next(&it);)
+		if (((const struct amap_entry *)it.val)->pid == pid)
+			nt_hmap_iter_del(&it);
 	for (size_t k = 0; k < m->nprocs;) {
 		if (m->procs[k].pid == pid)
 			m->procs[k] = m->procs[--m->nprocs];

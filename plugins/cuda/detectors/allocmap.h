@@ -11,12 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ntcore/kit/hmap.h"
+
 /* ---- interned stack texts (the probe's ';'-separated frames); id 0 = none ---- */
 struct stacktab {
-	char **str;
-	uint32_t n, cap;  /* str[0] unused */
-	uint32_t *slots;  /* open-addressing index: id or 0 */
-	uint32_t nslots;  /* power of two */
+	char **str;           /* owned copies; str[0] unused */
+	uint32_t n, cap;
+	struct nt_hmap index; /* struct nt_hstr (into str[]) -> uint32_t id */
 	uint32_t max;     /* most distinct stacks kept; then `overflow_id` */
 	uint32_t overflow_id;
 };
@@ -53,9 +54,7 @@ struct amap_proc {
 };
 
 struct amap {
-	struct amap_entry *e;  /* open addressing; ptr==0 && pid==0 is empty */
-	uint8_t *used;
-	size_t cap, count;     /* cap is a power of two */
+	struct nt_hmap live;   /* (pid, ptr) -> struct amap_entry */
 	struct amap_proc *procs;
 	size_t nprocs, cprocs;
 };
@@ -80,6 +79,11 @@ struct amap_proc *amap_proc_find(const struct amap *m, uint32_t pid, int32_t dev
  * Returns how many were stored into a malloc'd *out (caller frees), or -1. */
 long amap_collect(const struct amap *m, uint32_t pid, int32_t dev,
 		  struct amap_entry **out);
+/* Live allocations held. */
+static inline size_t amap_count(const struct amap *m)
+{
+	return nt_hmap_count(&m->live);
+}
 /* Forgets every allocation and total of pid. */
 void amap_drop_pid(struct amap *m, uint32_t pid);
 

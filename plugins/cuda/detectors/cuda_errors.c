@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/cfg.h"
 #include "ntcore/plugin.h"
 
 #include "../cuda.h"
@@ -30,20 +31,18 @@ struct er_cfg {
 };
 
 static const struct nt_cfg_key er_keys[] = {
-	DET_KEY("interval_ms", NT_CFG_INT, struct er_cfg, interval_ms, "10000",
-		100, 86400000,
+	NT_KEY_INT(struct er_cfg, interval_ms, 10000, 100, 86400000,
 		"repeats of one (function, error) are summed up once per interval"),
-	DET_KEY("max_alerts", NT_CFG_INT, struct er_cfg, max_alerts, "20", 1,
-		100000, "most alerts per interval, all errors together"),
-	DET_KEY("max_keys", NT_CFG_INT, struct er_cfg, max_keys, "1024", 16,
-		1000000, "distinct (function, error) pairs kept"),
-	DET_KEY("stack_frames", NT_CFG_INT, struct er_cfg, stack_frames, "24", 1,
-		128, "frames of the first stack in the evidence"),
-	DET_KEY("ignore", NT_CFG_STRING_LIST, struct er_cfg, ignore,
+	NT_KEY_INT(struct er_cfg, max_alerts, 20, 1, 100000,
+		"most alerts per interval, all errors together"),
+	NT_KEY_INT(struct er_cfg, max_keys, 1024, 16, 1000000,
+		"distinct (function, error) pairs kept"),
+	NT_KEY_INT(struct er_cfg, stack_frames, 24, 1, 128,
+		"frames of the first stack in the evidence"),
+	NT_KEY_STRLIST(struct er_cfg, ignore,
 		"[\"cudaErrorNotReady\", \"CUDA_ERROR_NOT_READY\", "
 		"\"cudaErrorPeerAccessAlreadyEnabled\", "
 		"\"CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED\"]",
-		DET_NOMIN, DET_NOMAX,
 		"error names that are counted but never alerted (not failures)"),
 };
 
@@ -144,7 +143,7 @@ static bool er_budget(struct er *r, uint64_t now)
 
 static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 {
-	struct sbuf ev, msg;
+	struct nt_sb ev, msg;
 	char fn[256], sfn[256], pyfn[256];
 	const char *hint = cuerr_hint(k->err);
 	uint32_t sev = cuerr_severe(k->err) ? NT_SEV_CRITICAL : NT_SEV_WARNING;
@@ -155,13 +154,13 @@ static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 
 	stack_user_frame(k->stack, fn, sizeof(fn));
 	stack_py_frame(k->stack, pyfn, sizeof(pyfn));
-	sb_init(&ev);
-	sb_init(&msg);
-	sb_puts(&ev, "{\"function\":");
+	nt_sb_init(&ev, 0);
+	nt_sb_init(&msg, 0);
+	nt_sb_puts(&ev, "{\"function\":");
 	sb_json_str(&ev, k->func);
-	sb_puts(&ev, ",\"error\":");
+	nt_sb_puts(&ev, ",\"error\":");
 	sb_json_str(&ev, k->err);
-	sb_printf(&ev, ",\"code\":%d,\"layer\":\"%s\",\"count\":%" PRIu64
+	nt_sb_printf(&ev, ",\"code\":%d,\"layer\":\"%s\",\"count\":%" PRIu64
 		       ",\"new_since_last_alert\":%" PRIu64 ",\"first_pid\":%u"
 		       ",\"first_tid\":%u,\"device\":%d,\"size\":%" PRIu64
 		       ",\"first_seen_s_ago\":%.3f,\"caller\":",
@@ -169,32 +168,32 @@ static void er_alert(struct er *r, struct er_key *k, uint64_t now)
 		  k->count, n, k->first_pid, k->first_tid, k->device, k->size,
 		  now >= k->first_ts ? (double)(now - k->first_ts) / 1e9 : 0.0);
 	sb_json_str(&ev, fn);
-	sb_puts(&ev, ",\"python_caller\":");
+	nt_sb_puts(&ev, ",\"python_caller\":");
 	sb_json_str(&ev, pyfn);
-	sb_puts(&ev, ",\"first_stack\":");
+	nt_sb_puts(&ev, ",\"first_stack\":");
 	sb_json_stack(&ev, k->stack, (unsigned)r->cfg->stack_frames);
-	sb_puts(&ev, ",\"hint\":");
+	nt_sb_puts(&ev, ",\"hint\":");
 	sb_json_str(&ev, hint);
-	sb_putc(&ev, '}');
+	nt_sb_putc(&ev, '}');
 	if (k->alerts == 0)
-		sb_printf(&msg, "%s returned %s in pid %u (%s), called from %s: %s",
+		nt_sb_printf(&msg, "%s returned %s in pid %u (%s), called from %s: %s",
 			  k->func, k->err, k->first_pid, k->comm,
 			  pyfn[0] ? pyfn : fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)",
 			  hint);
 	else
-		sb_printf(&msg, "%s returned %s %" PRIu64 " more times (%" PRIu64
+		nt_sb_printf(&msg, "%s returned %s %" PRIu64 " more times (%" PRIu64
 				" in all) since the last report; first called from %s",
 			  k->func, k->err, n, k->count,
 			  pyfn[0] ? pyfn : fn[0] ? short_fn(fn, sfn, sizeof(sfn)) : "(no stack)");
 	det_alert_publish(r->host, r->inst, (uint32_t)r->alert_type, &subj, sev,
-			  sb_str(&msg), sb_str(&ev));
+			  nt_sb_str(&msg), nt_sb_str(&ev));
 	r->host->log(r->inst, sev == NT_SEV_CRITICAL ? NT_LOG_WARN : NT_LOG_INFO,
-		     "%s", sb_str(&msg));
+		     "%s", nt_sb_str(&msg));
 	k->alerts++;
 	k->pending = 0;
 	k->last_alert_ns = now;
-	sb_free(&ev);
-	sb_free(&msg);
+	nt_sb_fini(&ev);
+	nt_sb_fini(&msg);
 }
 
 static void er_consume(void *state, const struct nt_event_hdr *ev,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/cfg.h"
 #include "ntcore/plugin.h"
 
 #include "../cuda.h"
@@ -28,34 +29,30 @@
 static const char *const fr_models[] = { "paged", "contiguous", NULL };
 
 static const struct nt_cfg_key fr_keys[] = {
-	{ .key = "model", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct fr_cfg, model), .def = "\"paged\"",
-	  .min = DET_NOMIN, .max = DET_NOMAX, .choices = fr_models,
-	  .desc = "paged: the CUDA driver maps pages behind virtual addresses "
-		  "(real GPUs): holes are measured and drawn, never alerted; "
-		  "contiguous: an arena or sub-allocator where a hole holds "
-		  "memory back (score and failure alerts)" },
-	DET_KEY("interval_ms", NT_CFG_INT, struct fr_cfg, interval_ms, "1000", 10,
-		3600000, "how often the fragmentation of each map is computed"),
-	DET_KEY("threshold", NT_CFG_FLOAT, struct fr_cfg, threshold, "70", 1, 100,
+	NT_KEY_CHOICE(struct fr_cfg, model, "paged", fr_models,
+		"paged: the CUDA driver maps pages behind virtual addresses "
+		"(real GPUs): holes are measured and drawn, never alerted; "
+		"contiguous: an arena or sub-allocator where a hole holds "
+		"memory back (score and failure alerts)"),
+	NT_KEY_INT(struct fr_cfg, interval_ms, 1000, 10, 3600000,
+		"how often the fragmentation of each map is computed"),
+	NT_KEY_FLOAT(struct fr_cfg, threshold, 70, 1, 100,
 		"alert when the score (0..100) reaches this"),
-	DET_KEY("min_free_bytes", NT_CFG_INT, struct fr_cfg, min_free_bytes,
-		"1048576", 0, 1e15,
+	NT_KEY_INT(struct fr_cfg, min_free_bytes, 1048576, 0, 1000000000000000,
 		"and at least this much is free in holes inside the span"),
-	DET_KEY("min_holes", NT_CFG_INT, struct fr_cfg, min_holes, "4", 2,
-		1000000, "and there are at least this many holes"),
-	DET_KEY("horizon_s", NT_CFG_FLOAT, struct fr_cfg, horizon_s, "30", 1,
-		86400, "forecast horizon of the score trend (s)"),
-	DET_KEY("realert_ms", NT_CFG_INT, struct fr_cfg, realert_ms, "60000", 0,
-		86400000, "least time between two score alerts of one map"),
-	DET_KEY("svg_path", NT_CFG_STRING, struct fr_cfg, svg_path,
-		"\"ntcore-cuda-frag-%p-dev%d.svg\"", DET_NOMIN, DET_NOMAX,
+	NT_KEY_INT(struct fr_cfg, min_holes, 4, 2, 1000000,
+		"and there are at least this many holes"),
+	NT_KEY_FLOAT(struct fr_cfg, horizon_s, 30, 1, 86400,
+		"forecast horizon of the score trend (s)"),
+	NT_KEY_INT(struct fr_cfg, realert_ms, 60000, 0, 86400000,
+		"least time between two score alerts of one map"),
+	NT_KEY_STR(struct fr_cfg, svg_path, "ntcore-cuda-frag-%p-dev%d.svg",
 		"timeline picture per process and device (%p pid, %d device); "
 		"\"\" writes none"),
-	DET_KEY("timeline_max", NT_CFG_INT, struct fr_cfg, timeline_max, "50000",
-		100, 10000000, "allocations drawn per picture (later ones counted)"),
-	DET_KEY("include_host", NT_CFG_BOOL, struct fr_cfg, include_host, "false",
-		DET_NOMIN, DET_NOMAX, "also map pinned host allocations"),
+	NT_KEY_INT(struct fr_cfg, timeline_max, 50000, 100, 10000000,
+		"allocations drawn per picture (later ones counted)"),
+	NT_KEY_BOOL(struct fr_cfg, include_host, false,
+		"also map pinned host allocations"),
 };
 
 static const struct nt_schema fr_alert_schema = {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ntcore/kit/cfg.h"
 #include "ntcore/plugin.h"
 
 #include "../cuda.h"
@@ -28,14 +29,13 @@
 
 
 static const struct nt_cfg_key hg_keys[] = {
-	DET_KEY("timeout_ms", NT_CFG_INT, struct hg_cfg, timeout_ms, "10000", 10,
-		86400000, "GPU silence that counts as a hang (ms)"),
-	DET_KEY("interval_ms", NT_CFG_INT, struct hg_cfg, interval_ms, "1000", 10,
-		600000, "how often targets are checked (ms)"),
-	DET_KEY("stack_frames", NT_CFG_INT, struct hg_cfg, stack_frames, "24", 1,
-		128, "frames per stack in the evidence"),
-	DET_KEY("proc_root", NT_CFG_STRING, struct hg_cfg, proc_root, "\"/proc\"",
-		DET_NOMIN, DET_NOMAX,
+	NT_KEY_INT(struct hg_cfg, timeout_ms, 10000, 10, 86400000,
+		"GPU silence that counts as a hang (ms)"),
+	NT_KEY_INT(struct hg_cfg, interval_ms, 1000, 10, 600000,
+		"how often targets are checked (ms)"),
+	NT_KEY_INT(struct hg_cfg, stack_frames, 24, 1, 128,
+		"frames per stack in the evidence"),
+	NT_KEY_STR(struct hg_cfg, proc_root, "/proc",
 		"where process states are read (a container's host /proc)"),
 };
 

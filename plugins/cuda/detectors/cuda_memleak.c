@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/cfg.h"
 #include "ntcore/plugin.h"
 
 #include "cudaev.h"
@@ -30,40 +31,35 @@
 
 
 static const struct nt_cfg_key ml_keys[] = {
-	DET_KEY("window_ms", NT_CFG_INT, struct ml_cfg, window_ms, "500", 10,
-		3600000, "length of one window of the growth estimator (ms)"),
-	DET_KEY("windows", NT_CFG_INT, struct ml_cfg, windows, "8", 2,
-		LEAK_MAX_WINDOWS,
+	NT_KEY_INT(struct ml_cfg, window_ms, 500, 10, 3600000,
+		"length of one window of the growth estimator (ms)"),
+	NT_KEY_INT(struct ml_cfg, windows, 8, 2, LEAK_MAX_WINDOWS,
 		"n: windows the probability (s+1)/(n+2) looks back on"),
-	DET_KEY("threshold", NT_CFG_FLOAT, struct ml_cfg, threshold, "0.8", 0.5,
-		0.9999, "alert when the growth probability reaches this"),
-	DET_KEY("min_growth_bytes", NT_CFG_INT, struct ml_cfg, min_growth_bytes,
-		"33554432", 1, 1e15,
+	NT_KEY_FLOAT(struct ml_cfg, threshold, 0.8, 0.5, 0.9999,
+		"alert when the growth probability reaches this"),
+	NT_KEY_INT(struct ml_cfg, min_growth_bytes, 33554432, 1, 1000000000000000,
 		"and the high-water mark rose by at least this over the n windows"),
-	DET_KEY("noise_bytes", NT_CFG_INT, struct ml_cfg, noise_bytes, "0", 0,
-		1e15, "a window grows only by more than this"),
-	DET_KEY("exit_report", NT_CFG_BOOL, struct ml_cfg, exit_report, "true",
-		DET_NOMIN, DET_NOMAX, "report never-freed memory at process exit"),
-	DET_KEY("exit_min_bytes", NT_CFG_INT, struct ml_cfg, exit_min_bytes, "1",
-		1, 1e15,
+	NT_KEY_INT(struct ml_cfg, noise_bytes, 0, 0, 1000000000000000,
+		"a window grows only by more than this"),
+	NT_KEY_BOOL(struct ml_cfg, exit_report, true,
+		"report never-freed memory at process exit"),
+	NT_KEY_INT(struct ml_cfg, exit_min_bytes, 1, 1, 1000000000000000,
 		"alert at exit when at least this many bytes outside a cache stay"),
-	DET_KEY("exit_delay_ms", NT_CFG_INT, struct ml_cfg, exit_delay_ms, "200",
-		0, 10000,
+	NT_KEY_INT(struct ml_cfg, exit_delay_ms, 200, 0, 10000,
 		"wait this long after proc.exit for the last frees in flight"),
-	DET_KEY("top", NT_CFG_INT, struct ml_cfg, top, "5", 1, 100,
+	NT_KEY_INT(struct ml_cfg, top, 5, 1, 100,
 		"stacks named in an alert"),
-	DET_KEY("stack_frames", NT_CFG_INT, struct ml_cfg, stack_frames, "16", 1,
-		128, "frames per stack in the evidence"),
-	DET_KEY("cache_frames", NT_CFG_STRING_LIST, struct ml_cfg, cache_frames,
+	NT_KEY_INT(struct ml_cfg, stack_frames, 16, 1, 128,
+		"frames per stack in the evidence"),
+	NT_KEY_STRLIST(struct ml_cfg, cache_frames,
 		"[\"CUDACachingAllocator\", \"c10::cuda::\", \"cupy::cuda::memory\", "
 		"\"libcublas\", \"libcudnn\", \"libnccl\", \"libcufft\", "
 		"\"libcurand\", \"libcusparse\", \"libcusolver\", \"libnvshmem\", "
 		"\"cublasCreate\", \"cudnnCreate\"]",
-		DET_NOMIN, DET_NOMAX,
 		"a stack holding one of these is memory a caching allocator or a CUDA "
 		"library keeps for the process's life: not a leak at exit"),
-	DET_KEY("include_host", NT_CFG_BOOL, struct ml_cfg, include_host, "false",
-		DET_NOMIN, DET_NOMAX, "also track pinned host allocations"),
+	NT_KEY_BOOL(struct ml_cfg, include_host, false,
+		"also track pinned host allocations"),
 };
 
 static const struct nt_schema ml_alert_schema = {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/cfg.h"
 #include "ntcore/plugin.h"
 
 #include "../cuda.h"
@@ -28,24 +29,20 @@
 static const char *const oom_models[] = { "paged", "contiguous", NULL };
 
 static const struct nt_cfg_key oom_keys[] = {
-	{ .key = "model", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct oom_cfg, model), .def = "\"paged\"",
-	  .min = DET_NOMIN, .max = DET_NOMAX, .choices = oom_models,
-	  .desc = "paged (real GPUs: holes hold no memory) or contiguous (an "
-		  "arena: a failure that fits the holes' total reads as fragmentation)" },
-	DET_KEY("repeat_ms", NT_CFG_INT, struct oom_cfg, repeat_ms, "2000", 0,
-		600000,
+	NT_KEY_CHOICE(struct oom_cfg, model, "paged", oom_models,
+		"paged (real GPUs: holes hold no memory) or contiguous (an "
+		"arena: a failure that fits the holes' total reads as fragmentation)"),
+	NT_KEY_INT(struct oom_cfg, repeat_ms, 2000, 0, 600000,
 		"the same request failing again this soon (an allocator's retry "
 		"after releasing its cache) is reported as info"),
-	DET_KEY("recent", NT_CFG_INT, struct oom_cfg, recent, "8", 1, OOM_RING_MAX,
+	NT_KEY_INT(struct oom_cfg, recent, 8, 1, OOM_RING_MAX,
 		"last successful allocations listed in the alert"),
-	DET_KEY("stack_frames", NT_CFG_INT, struct oom_cfg, stack_frames, "24", 1,
-		128, "frames of the failing call's stack in the evidence"),
-	DET_KEY("all_failures", NT_CFG_BOOL, struct oom_cfg, all_failures, "false",
-		DET_NOMIN, DET_NOMAX,
+	NT_KEY_INT(struct oom_cfg, stack_frames, 24, 1, 128,
+		"frames of the failing call's stack in the evidence"),
+	NT_KEY_BOOL(struct oom_cfg, all_failures, false,
 		"report every failed allocation, not only out-of-memory ones"),
-	DET_KEY("include_host", NT_CFG_BOOL, struct oom_cfg, include_host, "false",
-		DET_NOMIN, DET_NOMAX, "also watch pinned host allocations"),
+	NT_KEY_BOOL(struct oom_cfg, include_host, false,
+		"also watch pinned host allocations"),
 };
 
 static const struct nt_schema oom_alert_schema = {

@@ -47,14 +47,4 @@ int det_report_publish(const struct nt_host *host, struct nt_instance *inst,
 
 const char *det_severity_name(uint32_t sev);
 
-/* A config key of a detector (designated, so no field is left implicit). */
-#define DET_KEY(name_, type_, strct, member, def_, min_, max_, desc_)          \
-	{ .key = (name_), .type = (type_),                                      \
-	  .offset = (uint32_t)offsetof(strct, member), .def = (def_),          \
-	  .min = (min_), .max = (max_), .desc = (desc_), .choices = NULL,      \
-	  .sub = NULL, .n_sub = 0, .sub_size = 0 }
-/* no bounds: min > max */
-#define DET_NOMIN 1.0
-#define DET_NOMAX 0.0
-
 #endif

@@ -10,120 +10,17 @@
 #include <string.h>
 #include <time.h>
 
-void sb_init(struct sbuf *b)
-{
-	memset(b, 0, sizeof(*b));
-}
-
-void sb_free(struct sbuf *b)
-{
-	free(b->p);
-	sb_init(b);
-}
-
-void sb_reset(struct sbuf *b)
-{
-	b->len = 0;
-	if (b->p)
-		b->p[0] = '\0';
-}
-
-static bool sb_reserve(struct sbuf *b, size_t more)
-{
-	size_t need = b->len + more + 1;
-	size_t cap;
-	char *p;
-
-	if (b->oom)
-		return false;
-	if (need <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 256;
-	while (cap < need)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
-}
-
-void sb_putn(struct sbuf *b, const char *s, size_t n)
-{
-	if (!sb_reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-void sb_putc(struct sbuf *b, char c)
-{
-	sb_putn(b, &c, 1);
-}
-
-void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_putn(b, s, strlen(s));
-}
-
-void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || !sb_reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-void sb_json_strn(struct sbuf *b, const char *s, size_t n)
-{
-	sb_putc(b, '"');
-	for (size_t i = 0; i < n && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		switch (c) {
-		case '"': sb_puts(b, "\\\""); break;
-		case '\\': sb_puts(b, "\\\\"); break;
-		case '\n': sb_puts(b, "\\n"); break;
-		case '\r': sb_puts(b, "\\r"); break;
-		case '\t': sb_puts(b, "\\t"); break;
-		default:
-			if (c < 0x20)
-				sb_printf(b, "\\u%04x", c);
-			else
-				sb_putc(b, (char)c);
-		}
-	}
-	sb_putc(b, '"');
-}
-
-void sb_json_str(struct sbuf *b, const char *s)
-{
-	sb_json_strn(b, s ? s : "", s ? strlen(s) : 0);
-}
-
-void sb_xml_str(struct sbuf *b, const char *s)
+void sb_xml_str(struct nt_sb *b, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '<': sb_puts(b, "&lt;"); break;
-		case '>': sb_puts(b, "&gt;"); break;
-		case '&': sb_puts(b, "&amp;"); break;
-		case '"': sb_puts(b, "&quot;"); break;
+		case '<': nt_sb_puts(b, "&lt;"); break;
+		case '>': nt_sb_puts(b, "&gt;"); break;
+		case '&': nt_sb_puts(b, "&amp;"); break;
+		case '"': nt_sb_puts(b, "&quot;"); break;
 		default:
 			if ((unsigned char)*s >= 0x20 || *s == '\n')
-				sb_putc(b, *s);
+				nt_sb_putc(b, *s);
 		}
 	}
 }
@@ -142,7 +39,7 @@ static unsigned count_frames(const char *stack)
 
 /* The frames root first, as in the text; of a long stack, the innermost
  * max_frames (the ones near the CUDA call). */
-void sb_json_stack(struct sbuf *b, const char *stack, unsigned max_frames)
+void sb_json_stack(struct nt_sb *b, const char *stack, unsigned max_frames)
 {
 	unsigned total = 0, n = 0, i = 0;
 
@@ -152,26 +49,21 @@ void sb_json_stack(struct sbuf *b, const char *stack, unsigned max_frames)
 		p = nl ? nl + 1 : NULL;
 	}
 	unsigned skip = total > max_frames ? total - max_frames : 0;
-	sb_putc(b, '[');
+	nt_sb_putc(b, '[');
 	while (stack && *stack) {
 		const char *nl = strchr(stack, STACK_SEP);
 		size_t len = nl ? (size_t)(nl - stack) : strlen(stack);
 
 		if (len && i++ >= skip) {
 			if (n++)
-				sb_putc(b, ',');
-			sb_json_strn(b, stack, len);
+				nt_sb_putc(b, ',');
+			nt_sb_json_str(b, stack, len);
 		}
 		if (!nl)
 			break;
 		stack = nl + 1;
 	}
-	sb_putc(b, ']');
-}
-
-const char *sb_str(const struct sbuf *b)
-{
-	return b->p ? b->p : "";
+	nt_sb_putc(b, ']');
 }
 
 const char *fmt_bytes(uint64_t v, char *buf, size_t len)
@@ -326,16 +218,4 @@ int64_t proc_cpu_ticks(const char *root, uint32_t pid)
 			 &ut, &st) != 2)
 		return -1;
 	return (int64_t)(ut + st);
-}
-
-uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
-{
-	const unsigned char *c = p;
-	uint64_t h = 1469598103934665603ULL ^ seed;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small helpers shared by the CUDA detectors: a growable string buffer with
- * JSON escaping, byte formatting, monotonic time and a /proc liveness check.
- * Pure C, no ntcore dependency, compiled into every detector and the unit
- * tests.
+ * Small helpers shared by the CUDA detectors: JSON and XML text on the
+ * kit's string builder (nt_sb), byte formatting, stack frames, monotonic
+ * time and a /proc liveness check. Compiled into every detector and the
+ * unit tests.
  */
 #ifndef CUDA_DET_UTIL_H
 #define CUDA_DET_UTIL_H
@@ -11,28 +11,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ntcore/kit/clock.h"
+#include "ntcore/kit/sb.h"
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom; /* an allocation failed: content is truncated */
-};
+/* Text is built with the kit's nt_sb (heap builders, nt_sb_init(b, 0)). */
 
-void sb_init(struct sbuf *b);
-void sb_free(struct sbuf *b);
-void sb_reset(struct sbuf *b);
-void sb_putc(struct sbuf *b, char c);
-void sb_puts(struct sbuf *b, const char *s);
-void sb_putn(struct sbuf *b, const char *s, size_t n);
-void sb_printf(struct sbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* Appends `s` (n bytes) as a quoted JSON string. */
-void sb_json_strn(struct sbuf *b, const char *s, size_t n);
-void sb_json_str(struct sbuf *b, const char *s);
+/* Appends the C string s (NULL: "") as a quoted JSON string. */
+static inline void sb_json_str(struct nt_sb *b, const char *s)
+{
+	nt_sb_json_str(b, s ? s : "", s ? strlen(s) : 0);
+}
 /* Appends `s` escaped for XML text/attribute content. */
-void sb_xml_str(struct sbuf *b, const char *s);
+void sb_xml_str(struct nt_sb *b, const char *s);
 /* Stack texts are the cuda probe's: frames root (outermost) first,
  * separated by STACK_SEP, the probed API function last. The helpers below
  * count frames from that innermost end: frame 0 is the API function,
@@ -40,9 +32,7 @@ void sb_xml_str(struct sbuf *b, const char *s);
 #define STACK_SEP ';'
 /* Appends a JSON array of strings, one per frame, root first as in the
  * text; at most max_frames, the innermost ones. */
-void sb_json_stack(struct sbuf *b, const char *stack, unsigned max_frames);
-/* NUL-terminated view; "" when empty. */
-const char *sb_str(const struct sbuf *b);
+void sb_json_stack(struct nt_sb *b, const char *stack, unsigned max_frames);
 
 /* "1.50 MiB", "512 B", ...: writes into buf (at least 32 bytes). */
 const char *fmt_bytes(uint64_t v, char *buf, size_t len);
@@ -73,17 +63,5 @@ int proc_alive(const char *proc_root, uint32_t pid);
 char proc_state(const char *proc_root, uint32_t pid);
 /* utime+stime of the process in clock ticks, or -1. */
 int64_t proc_cpu_ticks(const char *proc_root, uint32_t pid);
-
-/* FNV-1a 64-bit. */
-uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
-static inline uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
 
 #endif

@@ -91,9 +91,9 @@ const char *fr_write_svg(struct fr *f, struct fr_proc *p, char *path,
 	return path;
 }
 
-static void json_stats(struct sbuf *b, const struct frag_stats *s)
+static void json_stats(struct nt_sb *b, const struct frag_stats *s)
 {
-	sb_printf(b, "\"score\":%.1f,\"level\":\"%s\",\"external\":%.4f,"
+	nt_sb_printf(b, "\"score\":%.1f,\"level\":\"%s\",\"external\":%.4f,"
 		     "\"holes\":%" PRIu64 ",\"free_in_span_bytes\":%" PRIu64
 		     ",\"largest_hole_bytes\":%" PRIu64 ",\"span_bytes\":%" PRIu64
 		     ",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
@@ -102,13 +102,13 @@ static void json_stats(struct sbuf *b, const struct frag_stats *s)
 		  s->holes, s->free_bytes, s->largest_hole, s->span, s->live_bytes,
 		  s->nlive, s->free_ratio);
 	for (int i = 0; i < FRAG_NBUCKETS; i++)
-		sb_printf(b, "%s\"%s\":%" PRIu64, i ? "," : "", frag_bucket_name[i],
+		nt_sb_printf(b, "%s\"%s\":%" PRIu64, i ? "," : "", frag_bucket_name[i],
 			  s->hist[i]);
-	sb_puts(b, "},\"hole_bytes\":{");
+	nt_sb_puts(b, "},\"hole_bytes\":{");
 	for (int i = 0; i < FRAG_NBUCKETS; i++)
-		sb_printf(b, "%s\"%s\":%" PRIu64, i ? "," : "", frag_bucket_name[i],
+		nt_sb_printf(b, "%s\"%s\":%" PRIu64, i ? "," : "", frag_bucket_name[i],
 			  s->hist_bytes[i]);
-	sb_putc(b, '}');
+	nt_sb_putc(b, '}');
 }
 
 static const char fr_hint[] =
@@ -121,7 +121,7 @@ void fr_alert(struct fr *f, struct fr_proc *p, uint32_t sev,
 		     const struct cuev *failed)
 {
 	struct frag_forecast fc;
-	struct sbuf ev, msg;
+	struct nt_sb ev, msg;
 	char reading[512], path[1024], b1[32], b2[32], b3[32];
 	const char *svg;
 	struct det_subject subj = { .pid = p->pid, .comm = p->comm };
@@ -129,14 +129,14 @@ void fr_alert(struct fr *f, struct fr_proc *p, uint32_t sev,
 	svg = fr_write_svg(f, p, path, sizeof(path));
 	frag_trend_forecast(&p->trend, f->cfg->horizon_s, &fc);
 	frag_reading(&p->last, reading, sizeof(reading));
-	sb_init(&ev);
-	sb_init(&msg);
-	sb_printf(&ev, "{\"kind\":\"%s\",\"pid\":%u,\"device\":%d,",
+	nt_sb_init(&ev, 0);
+	nt_sb_init(&msg, 0);
+	nt_sb_printf(&ev, "{\"kind\":\"%s\",\"pid\":%u,\"device\":%d,",
 		  failed ? "failed_allocation" : "score", p->pid, p->dev);
 	json_stats(&ev, &p->last);
-	sb_printf(&ev, ",\"address_reuse\":{\"into_holes\":%" PRIu64
+	nt_sb_printf(&ev, ",\"address_reuse\":{\"into_holes\":%" PRIu64
 		       ",\"past_fitting_holes\":%" PRIu64 "}", p->fills, p->skips);
-	sb_printf(&ev, ",\"trend\":{\"slope_per_s\":%.3f,\"forecast\":%.1f,"
+	nt_sb_printf(&ev, ",\"trend\":{\"slope_per_s\":%.3f,\"forecast\":%.1f,"
 		       "\"horizon_s\":%.0f,\"direction\":\"%s\",\"samples\":%u}",
 		  fc.slope_per_s, fc.forecast, fc.horizon_s, fc.direction,
 		  fc.samples);
@@ -145,14 +145,14 @@ void fr_alert(struct fr *f, struct fr_proc *p, uint32_t sev,
 
 		cuev_str_copy(failed->stack, stack, sizeof(stack));
 		stack_user_frame(stack, fn, sizeof(fn));
-		sb_printf(&ev, ",\"failed_request_bytes\":%" PRIu64 ",\"function\":",
+		nt_sb_printf(&ev, ",\"failed_request_bytes\":%" PRIu64 ",\"function\":",
 			  failed->size);
 		sb_json_str(&ev, cuev_api_name(failed, api, sizeof(api)));
-		sb_puts(&ev, ",\"caller\":");
+		nt_sb_puts(&ev, ",\"caller\":");
 		sb_json_str(&ev, fn);
-		sb_puts(&ev, ",\"stack\":");
+		nt_sb_puts(&ev, ",\"stack\":");
 		sb_json_stack(&ev, stack, 24);
-		sb_printf(&msg, "allocation of %s failed in pid %u (%s) on device %d "
+		nt_sb_printf(&msg, "allocation of %s failed in pid %u (%s) on device %d "
 				"although %s is free in %" PRIu64 " holes inside its "
 				"span (largest %s): fragmentation (score %.0f/100)",
 			  fmt_bytes(failed->size, b1, sizeof(b1)), p->pid, p->comm,
@@ -161,26 +161,26 @@ void fr_alert(struct fr *f, struct fr_proc *p, uint32_t sev,
 			  fmt_bytes(p->last.largest_hole, b3, sizeof(b3)),
 			  p->last.score);
 	} else {
-		sb_printf(&msg, "CUDA memory of pid %u (%s) on device %d is "
+		nt_sb_printf(&msg, "CUDA memory of pid %u (%s) on device %d is "
 				"fragmented: score %.0f/100, %s",
 			  p->pid, p->comm, p->dev, p->last.score, reading);
 	}
 	if (svg)
-		sb_printf(&msg, "; picture: %s", svg);
-	sb_puts(&ev, ",\"reading\":");
+		nt_sb_printf(&msg, "; picture: %s", svg);
+	nt_sb_puts(&ev, ",\"reading\":");
 	sb_json_str(&ev, reading);
-	sb_puts(&ev, ",\"svg\":");
+	nt_sb_puts(&ev, ",\"svg\":");
 	sb_json_str(&ev, svg ? svg : "");
-	sb_puts(&ev, ",\"hint\":");
+	nt_sb_puts(&ev, ",\"hint\":");
 	sb_json_str(&ev, fr_hint);
-	sb_putc(&ev, '}');
+	nt_sb_putc(&ev, '}');
 	det_alert_publish(f->host, f->inst, (uint32_t)f->alert_type, &subj, sev,
-			  sb_str(&msg), sb_str(&ev));
-	f->host->log(f->inst, NT_LOG_INFO, "%s", sb_str(&msg));
+			  nt_sb_str(&msg), nt_sb_str(&ev));
+	f->host->log(f->inst, NT_LOG_INFO, "%s", nt_sb_str(&msg));
 	p->alerted = true;
 	p->last_alert_ns = nt_clock_mono_ns();
-	sb_free(&ev);
-	sb_free(&msg);
+	nt_sb_fini(&ev);
+	nt_sb_fini(&msg);
 }
 
 void fr_metrics(struct fr *f, const struct fr_proc *p, bool remove)

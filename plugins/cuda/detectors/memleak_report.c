@@ -27,11 +27,11 @@ void labels_pd(char *pid, char *dev, uint32_t p, int32_t d)
 }
 
 /* JSON array of the top stacks; returns the first one's function. */
-static void json_top_stacks(struct ml *m, struct sbuf *b,
+static void json_top_stacks(struct ml *m, struct nt_sb *b,
 			    const struct stack_total *t, long nt, long top,
 			    char *first_fn, size_t fnlen)
 {
-	sb_putc(b, '[');
+	nt_sb_putc(b, '[');
 	for (long i = 0; i < nt && i < top; i++) {
 		const char *st = stacktab_get(&m->tr.st, t[i].stack);
 		char fn[256], pyfn[256];
@@ -42,18 +42,18 @@ static void json_top_stacks(struct ml *m, struct sbuf *b,
 			snprintf(first_fn, fnlen, "%s",
 				 pyfn[0] ? pyfn : fn[0] ? fn : "(no stack)");
 		if (i)
-			sb_putc(b, ',');
-		sb_printf(b, "{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+			nt_sb_putc(b, ',');
+		nt_sb_printf(b, "{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
 			     ",\"device\":%d,\"function\":",
 			  t[i].bytes, t[i].count, t[i].dev);
 		sb_json_str(b, fn);
-		sb_puts(b, ",\"python_caller\":");
+		nt_sb_puts(b, ",\"python_caller\":");
 		sb_json_str(b, pyfn);
-		sb_puts(b, ",\"stack\":");
+		nt_sb_puts(b, ",\"stack\":");
 		sb_json_stack(b, st, (unsigned)m->cfg->stack_frames);
-		sb_putc(b, '}');
+		nt_sb_putc(b, '}');
 	}
-	sb_putc(b, ']');
+	nt_sb_putc(b, ']');
 }
 
 void ml_online_alert(struct ml *m, struct ml_proc *p,
@@ -63,7 +63,7 @@ void ml_online_alert(struct ml *m, struct ml_proc *p,
 	struct amap_entry *v = NULL;
 	struct stack_total *t = NULL;
 	long n = amap_collect(&m->tr.map, p->pid, p->dev, &v), nt;
-	struct sbuf ev, msg;
+	struct nt_sb ev, msg;
 	char fn[256] = "(no stack)", sfn[256], gb[32], lb[32], tb[32];
 	double span_s = (double)r->n * (double)m->lcfg.window_ns / 1e9;
 	struct det_subject subj = { .pid = p->pid, .comm = p->comm };
@@ -71,9 +71,9 @@ void ml_online_alert(struct ml *m, struct ml_proc *p,
 	if (n < 0)
 		return;
 	nt = stack_totals(v, (size_t)n, &t);
-	sb_init(&ev);
-	sb_init(&msg);
-	sb_printf(&ev, "{\"kind\":\"growth\",\"pid\":%u,\"device\":%d,"
+	nt_sb_init(&ev, 0);
+	nt_sb_init(&msg, 0);
+	nt_sb_printf(&ev, "{\"kind\":\"growth\",\"pid\":%u,\"device\":%d,"
 		       "\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
 		       ",\"peak_bytes\":%" PRIu64 ",\"growth_bytes\":%" PRIu64
 		       ",\"window_s\":%.3f,\"windows\":%u,\"growing_windows\":%u,"
@@ -83,7 +83,7 @@ void ml_online_alert(struct ml *m, struct ml_proc *p,
 		  r->growth, (double)m->lcfg.window_ns / 1e9, r->n, r->s, r->p,
 		  m->cfg->threshold, r->rate_bps);
 	json_top_stacks(m, &ev, t, nt > 0 ? nt : 0, m->cfg->top, fn, sizeof(fn));
-	sb_puts(&ev, ",\"hint\":");
+	nt_sb_puts(&ev, ",\"hint\":");
 	sb_json_str(&ev,
 		    "memory allocated at the top stacks is not given back. In "
 		    "PyTorch look for tensors kept alive across iterations "
@@ -91,22 +91,22 @@ void ml_online_alert(struct ml *m, struct ml_proc *p,
 		    "growing cache); torch.cuda.memory_summary() shows the "
 		    "allocator's view. A caching allocator that only warms up "
 		    "stops growing: this alert needs growth in most windows.");
-	sb_putc(&ev, '}');
+	nt_sb_putc(&ev, '}');
 	fmt_bytes(r->growth, gb, sizeof(gb));
 	fmt_bytes(ap->live_bytes, lb, sizeof(lb));
 	fmt_bytes(nt > 0 ? t[0].bytes : 0, tb, sizeof(tb));
-	sb_printf(&msg, "CUDA memory of pid %u (%s) on device %d keeps growing: "
+	nt_sb_printf(&msg, "CUDA memory of pid %u (%s) on device %d keeps growing: "
 			"+%s in %.1f s, %s live (p=%.2f, %u of %u windows grew); "
 			"top: %s live from %s",
 		  p->pid, p->comm, p->dev, gb, span_s, lb, r->p, r->s, r->n, tb,
 		  stack_py_frame(fn, sfn, sizeof(sfn))[0] ? fn
 							  : short_fn(fn, sfn, sizeof(sfn)));
 	det_alert_publish(m->host, m->inst, (uint32_t)m->alert_type, &subj,
-			  NT_SEV_WARNING, sb_str(&msg), sb_str(&ev));
+			  NT_SEV_WARNING, nt_sb_str(&msg), nt_sb_str(&ev));
 	m->host->metric_add(m->m_alerts, NULL, 1);
-	m->host->log(m->inst, NT_LOG_INFO, "%s", sb_str(&msg));
-	sb_free(&ev);
-	sb_free(&msg);
+	m->host->log(m->inst, NT_LOG_INFO, "%s", nt_sb_str(&msg));
+	nt_sb_fini(&ev);
+	nt_sb_fini(&msg);
 	free(t);
 	free(v);
 }
@@ -120,9 +120,9 @@ struct exit_sums {
  * cfg->top * 4); sums them by kind and names the largest leak's caller. */
 static void exit_stacks(struct ml *m, const struct stack_total *t, long nt,
 			struct exit_sums *s, char *fn, size_t fnlen,
-			struct sbuf *arr)
+			struct nt_sb *arr)
 {
-	sb_putc(arr, '[');
+	nt_sb_putc(arr, '[');
 	for (long i = 0; i < nt; i++) {
 		const char *st = stacktab_get(&m->tr.st, t[i].stack);
 		bool cache = is_cache_stack(m->cfg, st);
@@ -141,50 +141,50 @@ static void exit_stacks(struct ml *m, const struct stack_total *t, long nt,
 		if (i >= m->cfg->top * 4)
 			continue;
 		if (i)
-			sb_putc(arr, ',');
-		sb_printf(arr, "{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+			nt_sb_putc(arr, ',');
+		nt_sb_printf(arr, "{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
 			       ",\"device\":%d,\"cache\":%s,\"function\":",
 			  t[i].bytes, t[i].count, t[i].dev,
 			  cache ? "true" : "false");
 		sb_json_str(arr, f);
-		sb_puts(arr, ",\"stack\":");
+		nt_sb_puts(arr, ",\"stack\":");
 		sb_json_stack(arr, st, (unsigned)m->cfg->stack_frames);
-		sb_putc(arr, '}');
+		nt_sb_putc(arr, '}');
 	}
-	sb_putc(arr, ']');
+	nt_sb_putc(arr, ']');
 }
 
 /* The report's text: what a process left, the top 20 stacks. */
 static void exit_text(struct ml *m, const struct ml_exit *x,
 		      const struct stack_total *t, long nt, long n,
-		      const struct exit_sums *s, struct sbuf *txt)
+		      const struct exit_sums *s, struct nt_sb *txt)
 {
 	char b1[32];
 
-	sb_printf(txt, "cuda_memleak: pid %u (%s) exited (code %d): ", x->pid,
+	nt_sb_printf(txt, "cuda_memleak: pid %u (%s) exited (code %d): ", x->pid,
 		  x->comm, x->code);
 	if (n == 0) {
-		sb_puts(txt, "every device allocation was freed\n");
+		nt_sb_puts(txt, "every device allocation was freed\n");
 		return;
 	}
-	sb_printf(txt, "%ld allocations never freed, %s in all\n", n,
+	nt_sb_printf(txt, "%ld allocations never freed, %s in all\n", n,
 		  fmt_bytes(s->leak_b + s->cache_b, b1, sizeof(b1)));
-	sb_printf(txt, "  %14s %8s %6s  %s\n", "bytes", "count", "device",
+	nt_sb_printf(txt, "  %14s %8s %6s  %s\n", "bytes", "count", "device",
 		  "where (caller of the CUDA call)");
 	for (long i = 0; i < nt && i < 20; i++) {
 		const char *st = stacktab_get(&m->tr.st, t[i].stack);
 		char f[256], sf[256];
 
 		stack_user_frame(st, f, sizeof(f));
-		sb_printf(txt, "  %14" PRIu64 " %8" PRIu64 " %6d  %s%s\n",
+		nt_sb_printf(txt, "  %14" PRIu64 " %8" PRIu64 " %6d  %s%s\n",
 			  t[i].bytes, t[i].count, t[i].dev,
 			  f[0] ? short_fn(f, sf, sizeof(sf)) : "(no stack)",
 			  is_cache_stack(m->cfg, st) ? "  [held: cache or CUDA library]" : "");
 	}
 	if (nt > 20)
-		sb_printf(txt, "  ... %ld more stacks\n", nt - 20);
+		nt_sb_printf(txt, "  ... %ld more stacks\n", nt - 20);
 	if (s->cache_b)
-		sb_printf(txt, "  %s in %" PRIu64 " blocks held by a caching "
+		nt_sb_printf(txt, "  %s in %" PRIu64 " blocks held by a caching "
 				"allocator or a CUDA library (cuBLAS/cuDNN "
 				"workspaces, handles) for the process's life "
 				"(not a leak)\n",
@@ -194,39 +194,39 @@ static void exit_text(struct ml *m, const struct ml_exit *x,
 /* The exit alert, when what leaked reaches exit_min_bytes. */
 static void exit_alert(struct ml *m, const struct ml_exit *x,
 		       const struct exit_sums *s, const char *fn,
-		       const struct sbuf *arr)
+		       const struct nt_sb *arr)
 {
 	struct det_subject subj = { .pid = x->pid, .comm = x->comm };
-	struct sbuf ev, msg;
+	struct nt_sb ev, msg;
 	char sfn[256], b1[32];
 
 	if (s->leak_b < (uint64_t)m->cfg->exit_min_bytes)
 		return;
-	sb_init(&ev);
-	sb_init(&msg);
-	sb_printf(&ev, "{\"kind\":\"exit\",\"pid\":%u,\"exit_code\":%d,"
+	nt_sb_init(&ev, 0);
+	nt_sb_init(&msg, 0);
+	nt_sb_printf(&ev, "{\"kind\":\"exit\",\"pid\":%u,\"exit_code\":%d,"
 		       "\"unfreed_bytes\":%" PRIu64 ",\"unfreed_count\":%" PRIu64
 		       ",\"cache_bytes\":%" PRIu64 ",\"cache_count\":%" PRIu64
 		       ",\"stacks\":",
 		  x->pid, x->code, s->leak_b, s->leak_n, s->cache_b, s->cache_n);
-	sb_puts(&ev, sb_str(arr));
-	sb_puts(&ev, ",\"hint\":");
+	nt_sb_puts(&ev, nt_sb_str(arr));
+	nt_sb_puts(&ev, ",\"hint\":");
 	sb_json_str(&ev, "free these allocations (cudaFree) when done, or "
 			 "let their owner object be destroyed; the driver "
 			 "reclaims them at exit, but a long-running process "
 			 "that repeats this path runs out of memory");
-	sb_putc(&ev, '}');
-	sb_printf(&msg, "pid %u (%s) exited with %" PRIu64 " bytes (%s) of "
+	nt_sb_putc(&ev, '}');
+	nt_sb_printf(&msg, "pid %u (%s) exited with %" PRIu64 " bytes (%s) of "
 			"device memory never freed in %" PRIu64
 			" allocations; largest from %s",
 		  x->pid, x->comm, s->leak_b, fmt_bytes(s->leak_b, b1, sizeof(b1)),
 		  s->leak_n, short_fn(fn, sfn, sizeof(sfn)));
 	det_alert_publish(m->host, m->inst, (uint32_t)m->alert_type, &subj,
-			  NT_SEV_WARNING, sb_str(&msg), sb_str(&ev));
+			  NT_SEV_WARNING, nt_sb_str(&msg), nt_sb_str(&ev));
 	m->host->metric_add(m->m_alerts, NULL, 1);
-	m->host->log(m->inst, NT_LOG_INFO, "%s", sb_str(&msg));
-	sb_free(&ev);
-	sb_free(&msg);
+	m->host->log(m->inst, NT_LOG_INFO, "%s", nt_sb_str(&msg));
+	nt_sb_fini(&ev);
+	nt_sb_fini(&msg);
 }
 
 void ml_exit_report(struct ml *m, const struct ml_exit *x)
@@ -236,7 +236,7 @@ void ml_exit_report(struct ml *m, const struct ml_exit *x)
 	long n = amap_collect(&m->tr.map, x->pid, -1, &v), nt;
 	struct exit_sums sums = { 0 };
 	struct det_subject subj = { .pid = x->pid, .comm = x->comm };
-	struct sbuf txt, arr;
+	struct nt_sb txt, arr;
 	char fn[256] = "";
 
 	if (n < 0)
@@ -244,15 +244,15 @@ void ml_exit_report(struct ml *m, const struct ml_exit *x)
 	nt = stack_totals(v, (size_t)n, &t);
 	if (nt < 0)
 		nt = 0;
-	sb_init(&txt);
-	sb_init(&arr);
+	nt_sb_init(&txt, 0);
+	nt_sb_init(&arr, 0);
 	exit_stacks(m, t, nt, &sums, fn, sizeof(fn), &arr);
 	exit_text(m, x, t, nt, n, &sums, &txt);
 	det_report_publish(m->host, m->inst, (uint32_t)m->report_type, &subj,
-			   sb_str(&txt));
+			   nt_sb_str(&txt));
 	exit_alert(m, x, &sums, fn, &arr);
-	sb_free(&txt);
-	sb_free(&arr);
+	nt_sb_fini(&txt);
+	nt_sb_fini(&arr);
 	free(t);
 	free(v);
 }

@@ -111,32 +111,32 @@ static void oom_gather(struct oom *o, const struct cuev *e, struct oom_facts *f)
 
 /* The recent allocations of the process, newest first, as JSON. */
 static void oom_recent_json(struct oom *o, const struct cuev *e,
-			    const struct oom_proc *p, struct sbuf *ev)
+			    const struct oom_proc *p, struct nt_sb *ev)
 {
-	sb_puts(ev, ",\"recent_allocations\":[");
+	nt_sb_puts(ev, ",\"recent_allocations\":[");
 	for (uint32_t i = 0; p && i < p->ring.n; i++) {
 		const struct oom_rec *r = oom_ring_get(&p->ring, i);
 		char f[256];
 
 		stack_user_frame(stacktab_get(&o->tr.st, r->stack), f, sizeof(f));
 		if (i)
-			sb_putc(ev, ',');
-		sb_printf(ev, "{\"bytes\":%" PRIu64 ",\"ptr\":\"0x%" PRIx64
+			nt_sb_putc(ev, ',');
+		nt_sb_printf(ev, "{\"bytes\":%" PRIu64 ",\"ptr\":\"0x%" PRIx64
 			      "\",\"device\":%d,\"ago_ms\":%.3f,\"function\":",
 			  r->size, r->ptr, r->dev,
 			  e->ts >= r->ts_ns ? (double)(e->ts - r->ts_ns) / 1e6 : 0.0);
 		sb_json_str(ev, f);
-		sb_putc(ev, '}');
+		nt_sb_putc(ev, '}');
 	}
-	sb_putc(ev, ']');
+	nt_sb_putc(ev, ']');
 }
 
 static void oom_hint_json(const struct cuev *e, const struct oom_facts *f,
-			  struct sbuf *ev)
+			  struct nt_sb *ev)
 {
 	char b1[32], b2[32], b3[32], h[512];
 
-	sb_puts(ev, ",\"hint\":");
+	nt_sb_puts(ev, ",\"hint\":");
 	if (!f->frag_fail) {
 		sb_json_str(ev,
 			    "the device has no room for this request: lower the "
@@ -163,16 +163,16 @@ static void oom_hint_json(const struct cuev *e, const struct oom_facts *f,
 }
 
 static void oom_evidence(struct oom *o, const struct cuev *e,
-			 const struct oom_facts *f, struct sbuf *ev)
+			 const struct oom_facts *f, struct nt_sb *ev)
 {
 	const struct amap_proc *ap = f->ap;
 
-	sb_printf(ev, "{\"pid\":%u,\"tid\":%u,\"device\":%d,\"function\":",
+	nt_sb_printf(ev, "{\"pid\":%u,\"tid\":%u,\"device\":%d,\"function\":",
 		  e->pid, e->tid, e->device);
 	sb_json_str(ev, f->api);
-	sb_puts(ev, ",\"error\":");
+	nt_sb_puts(ev, ",\"error\":");
 	sb_json_str(ev, f->errname);
-	sb_printf(ev, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64
+	nt_sb_printf(ev, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64
 		      ",\"live_count\":%" PRIu64 ",\"peak_bytes\":%" PRIu64
 		      ",\"probe_outstanding_bytes\":%" PRIu64
 		      ",\"largest_free_hole_bytes\":%" PRIu64
@@ -183,32 +183,32 @@ static void oom_evidence(struct oom *o, const struct cuev *e,
 		  e->outstanding, f->fs.largest_hole, f->fs.free_bytes, f->fs.holes,
 		  f->fs.span, f->fs.score, e->duration_ns);
 	sb_json_str(ev, f->fn);
-	sb_puts(ev, ",\"python_caller\":");
+	nt_sb_puts(ev, ",\"python_caller\":");
 	sb_json_str(ev, f->pyfn);
-	sb_puts(ev, ",\"stack\":");
+	nt_sb_puts(ev, ",\"stack\":");
 	sb_json_stack(ev, f->stack, (unsigned)o->cfg->stack_frames);
 	oom_recent_json(o, e, f->p, ev);
 	oom_hint_json(e, f, ev);
-	sb_printf(ev, ",\"retry\":%s,\"retries\":%u}", f->retry ? "true" : "false",
+	nt_sb_printf(ev, ",\"retry\":%s,\"retries\":%u}", f->retry ? "true" : "false",
 		  f->p ? f->p->retries : 0);
 }
 
 void oom_report(struct oom *o, const struct cuev *e)
 {
 	struct oom_facts f = { 0 };
-	struct sbuf ev, msg;
+	struct nt_sb ev, msg;
 	struct det_subject subj = { .pid = e->pid, .tid = e->tid, .comm = e->comm };
 	char sfn[256], b1[32], b2[32], b3[32];
 	uint64_t now;
 
 	oom_gather(o, e, &f);
-	sb_init(&ev);
-	sb_init(&msg);
+	nt_sb_init(&ev, 0);
+	nt_sb_init(&msg, 0);
 	oom_evidence(o, e, &f, &ev);
 	if (f.retry)
-		sb_printf(&msg, "retry %u, %.1f ms after the previous failure: ",
+		nt_sb_printf(&msg, "retry %u, %.1f ms after the previous failure: ",
 			  f.p->retries, f.gap_ms);
-	sb_printf(&msg, "%s of %" PRIu64 " bytes (%s) failed on device %d in pid "
+	nt_sb_printf(&msg, "%s of %" PRIu64 " bytes (%s) failed on device %d in pid "
 			"%u (%s): %s; %s live in %" PRIu64
 			" allocations, largest known free hole %s; called from %s",
 		  f.api, e->size, fmt_bytes(e->size, b1, sizeof(b1)), e->device,
@@ -217,14 +217,14 @@ void oom_report(struct oom *o, const struct cuev *e)
 		  fmt_bytes(f.fs.largest_hole, b3, sizeof(b3)),
 		  f.pyfn[0] ? f.pyfn : f.fn[0] ? short_fn(f.fn, sfn, sizeof(sfn)) : "(no stack)");
 	det_alert_publish(o->host, o->inst, (uint32_t)o->alert_type, &subj,
-			  f.retry ? NT_SEV_INFO : NT_SEV_CRITICAL, sb_str(&msg),
-			  sb_str(&ev));
+			  f.retry ? NT_SEV_INFO : NT_SEV_CRITICAL, nt_sb_str(&msg),
+			  nt_sb_str(&ev));
 	now = nt_clock_mono_ns();
 	if (now >= e->ts)
 		o->host->metric_set(o->m_lat, NULL, (double)(now - e->ts) / 1e9);
-	o->host->log(o->inst, NT_LOG_WARN, "%s", sb_str(&msg));
+	o->host->log(o->inst, NT_LOG_WARN, "%s", nt_sb_str(&msg));
 	if (f.ap)
 		f.ap->n_failed++;
-	sb_free(&ev);
-	sb_free(&msg);
+	nt_sb_fini(&ev);
+	nt_sb_fini(&msg);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ntcore/kit/hmap.h"
+
 #include "det_util.h"
 
 void tl_init(struct timeline *t, uint32_t pid, int32_t dev, uint32_t max)
@@ -207,7 +209,7 @@ struct svg {
 	size_t nc;
 	double W, H, span_s, brk;
 	uint64_t tmin, tmax;
-	struct sbuf sb;
+	struct nt_sb sb;
 	unsigned nfail;
 };
 
@@ -243,7 +245,7 @@ static void svg_header(struct svg *g, const char *title, const struct frag_stats
 {
 	FILE *f = g->f;
 	uint64_t tmin = g->tmin;
-	struct sbuf sb = g->sb;
+	struct nt_sb sb = g->sb;
 	char b1[32];
 	char b2[32];
 	char line[512];
@@ -256,8 +258,8 @@ static void svg_header(struct svg *g, const char *title, const struct frag_stats
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
 	sb_xml_str(&sb, title ? title : "CUDA memory timeline");
 	fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"18\" font-weight=\"bold\">%s</text>\n",
-		PL, sb_str(&sb));
-	sb_reset(&sb);
+		PL, nt_sb_str(&sb));
+	nt_sb_reset(&sb);
 	if (fs) {
 		frag_reading(fs, line, sizeof(line));
 		sb_xml_str(&sb, line);
@@ -277,7 +279,7 @@ static void svg_header(struct svg *g, const char *title, const struct frag_stats
 			fmt_bytes(fs->span, line + 400, 32));
 		{
 			/* the reading on one or two lines (split at "; " or ": ") */
-			const char *r = sb_str(&sb), *cut = NULL;
+			const char *r = nt_sb_str(&sb), *cut = NULL;
 			size_t n = strlen(r);
 
 			if (n > 150) {
@@ -294,7 +296,7 @@ static void svg_header(struct svg *g, const char *title, const struct frag_stats
 					PL + 12, fs->score >= 70 ? "#b00000" : "#333333",
 					cut + 1);
 		}
-		sb_reset(&sb);
+		nt_sb_reset(&sb);
 	}
 	g->sb = sb;
 }
@@ -334,6 +336,14 @@ static void svg_clusters(struct svg *g)
 	}
 }
 
+/* One colour per allocation stack, the same in every picture. */
+static unsigned stack_hue(uint32_t stack)
+{
+	uint64_t key = (uint64_t)stack + 1;
+
+	return (unsigned)(nt_hash_bytes(&key, sizeof(key)) % 360);
+}
+
 /* one bar per allocation, coloured by its stack */
 static void svg_bars(struct svg *g, const struct stacktab *st)
 {
@@ -344,7 +354,7 @@ static void svg_bars(struct svg *g, const struct stacktab *st)
 	const double W = g->W;
 	uint64_t tmin = g->tmin;
 	uint64_t tmax = g->tmax;
-	struct sbuf sb = g->sb;
+	struct nt_sb sb = g->sb;
 	char b1[32];
 
 	/* bars */
@@ -365,9 +375,9 @@ static void svg_bars(struct svg *g, const struct stacktab *st)
 		yb = addr_y(c, nc, r->ptr + r->size);
 		if (ya - yb < 0.6)
 			yb = ya - 0.6;
-		hue = (unsigned)(hash_u64(r->stack + 1) % 360);
+		hue = stack_hue(r->stack);
 		stack_user_frame(st ? stacktab_get(st, r->stack) : "", top, sizeof(top));
-		sb_reset(&sb);
+		nt_sb_reset(&sb);
 		sb_xml_str(&sb, top);
 		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 			   "fill=\"hsl(%u,60%%,55%%)\" fill-opacity=\"%s\" stroke=\"%s\" "
@@ -376,7 +386,7 @@ static void svg_bars(struct svg *g, const struct stacktab *st)
 			r->t1 ? "none" : "#333333", r->ptr,
 			fmt_bytes(r->size, b1, sizeof(b1)),
 			(double)(r->t0 - tmin) / 1e9, r->t1 ? "freed" : "never freed",
-			sb.len ? " at " : "", sb_str(&sb));
+			sb.len ? " at " : "", nt_sb_str(&sb));
 	}
 	g->sb = sb;
 }
@@ -516,7 +526,7 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 	if (g.tmax <= g.tmin)
 		g.tmax = g.tmin + 1000000; /* 1 ms: a picture of one instant */
 	g.span_s = (double)(g.tmax - g.tmin) / 1e9;
-	sb_init(&g.sb);
+	nt_sb_init(&g.sb, 0);
 	svg_layout(&g);
 	svg_header(&g, title, fs, fs_ts);
 	svg_clusters(&g);
@@ -527,7 +537,7 @@ int tl_write_svg(const struct timeline *t, FILE *f, const char *title,
 	svg_legend(&g);
 	fprintf(f, "</svg>\n");
 	free(g.c);
-	sb_free(&g.sb);
+	nt_sb_fini(&g.sb);
 	return ferror(f) ? -EIO : 0;
 }
 

@@ -161,7 +161,7 @@ static void gpu_consume(void *state, const struct nt_event_hdr *ev,
 		gpu_stack_root_first(s, len, name, &g->text);
 	}
 	gpu_join_call(ps->join, ev->tid, comm, ev->ts_ns, kind,
-		      s && g->text.len ? gpu_str_intern(&g->strs, g->text.p, g->text.len) : 0);
+		      s && g->text.len ? gpu_str_intern(&g->strs, g->text.buf, g->text.len) : 0);
 }
 
 /* ---- ops ---------------------------------------------------------------------------- */
@@ -195,6 +195,8 @@ static int gpu_init(struct nt_instance *inst, const struct nt_host *host,
 	g->cfg = cfg;
 	g->listen_fd = g->epoll_fd = -1;
 	gpu_strtab_init(&g->strs, 256u << 20);
+	nt_sb_init(&g->ev, 0);
+	nt_sb_init(&g->text, 0);
 	if ((err = gpu_events_register(g)) < 0 ||
 	    (!(g->m = gpu_metrics_new(g)) && (err = -ENOMEM)) ||
 	    (cfg->folded && !(g->fold = gpu_folded_new((uint32_t)cfg->max_stacks)) &&
@@ -246,7 +248,8 @@ static int gpu_attach(void *state)
 static void reap(struct gpu_plugin *g, uint64_t now, bool all)
 {
 	uint64_t wait = (uint64_t)g->cfg->join_wait_ms * 1000000ull;
-	uint32_t pids[256], n = 0, it = 0;
+	uint32_t pids[256], n = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	while (n < NT_ARRAY_LEN(pids) && gpu_map_next(&g->procs, &it, &k, &v)) {
@@ -261,7 +264,7 @@ static void reap(struct gpu_plugin *g, uint64_t now, bool all)
 
 static void tick(struct gpu_plugin *g)
 {
-	uint64_t now = gpu_mono_ns();
+	uint64_t now = nt_clock_mono_ns();
 
 	gpu_records_retry(g, false);
 	if (g->injecting)
@@ -292,7 +295,7 @@ static void gpu_flush(void *state)
 
 	gpu_records_retry(g, true);
 	gpu_stacks_publish(g, 0);
-	gpu_metrics_tick(g->m, gpu_mono_ns());
+	gpu_metrics_tick(g->m, nt_clock_mono_ns());
 	if (g->malformed)
 		g->host->log(g->inst, NT_LOG_WARN, "%llu malformed or unknown records from jobs were skipped",
 			     (unsigned long long)g->malformed);
@@ -302,9 +305,9 @@ static void gpu_detach(void *state)
 {
 	struct gpu_plugin *g = state;
 
-	reap(g, gpu_mono_ns(), true);
-	while (g->procs.n) /* more than one reap's batch */
-		reap(g, gpu_mono_ns(), true);
+	reap(g, nt_clock_mono_ns(), true);
+	while (nt_hmap_count(&g->procs.h)) /* more than one reap's batch */
+		reap(g, nt_clock_mono_ns(), true);
 	gpu_server_close(g);
 	g->injecting = false;
 }
@@ -321,8 +324,8 @@ static void gpu_fini(void *state)
 	gpu_metrics_free(g->m);
 	gpu_folded_free(g->fold);
 	gpu_strtab_free(&g->strs);
-	gpu_buf_free(&g->ev);
-	gpu_buf_free(&g->text);
+	nt_sb_fini(&g->ev);
+	nt_sb_fini(&g->text);
 	free(g);
 }
 

@@ -98,8 +98,8 @@ struct gpu_plugin {
 	uint32_t pend_head, pend_n, pend_cap;
 	/* event types */
 	int t_kernel, t_memcpy, t_memset, t_sync, t_stack, t_process;
-	struct gpu_buf ev;      /* the event being built */
-	struct gpu_buf text;    /* scratch */
+	struct nt_sb ev;      /* the event being built */
+	struct nt_sb text;    /* scratch */
 	struct gpu_metrics *m;
 	struct gpu_folded *fold;
 	uint64_t last_report_ns;

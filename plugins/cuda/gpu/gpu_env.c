@@ -80,12 +80,12 @@ int gpu_set_env(struct gpu_plugin *g, const char *lib)
 	snprintf(val, sizeof(val), "%lld:%lld", (long long)g->cfg->buffers,
 		 (long long)g->cfg->buffer_kb);
 	h->child_setenv(g->inst, NT_GPU_ENV_BUFFERS, val, true);
-	g->text.len = 0;
+	nt_sb_reset(&g->text);
 	for (uint32_t i = 0; i < g->cfg->kinds.n; i++) {
-		gpu_buf_puts(&g->text, i ? "," : "");
-		gpu_buf_puts(&g->text, g->cfg->kinds.v[i]);
+		nt_sb_puts(&g->text, i ? "," : "");
+		nt_sb_puts(&g->text, g->cfg->kinds.v[i]);
 	}
-	h->child_setenv(g->inst, NT_GPU_ENV_KINDS, g->text.len ? g->text.p : "", true);
+	h->child_setenv(g->inst, NT_GPU_ENV_KINDS, g->text.len ? g->text.buf : "", true);
 	h->child_setenv(g->inst, NT_GPU_ENV_API, g->cfg->api_records ? "1" : "0", true);
 	if (g->cfg->cupti_path[0])
 		h->child_setenv(g->inst, NT_GPU_ENV_CUPTI, g->cfg->cupti_path, true);

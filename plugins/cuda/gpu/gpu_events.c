@@ -175,43 +175,42 @@ static void *ev_begin(struct gpu_plugin *g, int type, size_t fixed, uint64_t ts,
 		      uint32_t pid, uint32_t tid, const char *comm)
 {
 	static const char zero[512];
-	struct gpu_buf *b = &g->ev;
+	struct nt_sb *b = &g->ev;
 	struct nt_event_hdr *h;
 
-	b->len = 0;
-	b->oom = false;
-	gpu_buf_put(b, zero, fixed < sizeof(zero) ? fixed : sizeof(zero));
-	if (b->oom || fixed > sizeof(zero))
+	nt_sb_reset(b);
+	nt_sb_put(b, zero, fixed < sizeof(zero) ? fixed : sizeof(zero));
+	if (b->failed || fixed > sizeof(zero))
 		return NULL;
-	h = (struct nt_event_hdr *)b->p;
+	h = (struct nt_event_hdr *)b->buf;
 	h->type = (uint32_t)type;
 	h->ts_ns = ts;
 	h->pid = pid;
 	h->tid = tid;
 	if (comm)
 		memcpy(h->comm, comm, strnlen(comm, NT_COMM_LEN));
-	return b->p;
+	return b->buf;
 }
 
 /* Append s and point the vstr at offset `field` of the record at it. */
 static void ev_str(struct gpu_plugin *g, size_t field, const char *s, size_t len)
 {
-	struct gpu_buf *b = &g->ev;
+	struct nt_sb *b = &g->ev;
 	struct nt_vstr v = { (uint32_t)b->len, (uint32_t)len };
 
 	if (!len)
 		return;
-	gpu_buf_put(b, s, len);
-	if (b->oom)
+	nt_sb_put(b, s, len);
+	if (b->failed)
 		return;
-	memcpy(b->p + field, &v, sizeof(v));
+	memcpy(b->buf + field, &v, sizeof(v));
 }
 
 static void ev_publish(struct gpu_plugin *g)
 {
-	struct nt_event_hdr *h = (struct nt_event_hdr *)g->ev.p;
+	struct nt_event_hdr *h = (struct nt_event_hdr *)g->ev.buf;
 
-	if (g->ev.oom) {
+	if (g->ev.failed) {
 		g->host->count_drop(g->inst, "cupti_nomem", 1);
 		return;
 	}
@@ -353,7 +352,7 @@ void gpu_publish_sync(struct gpu_plugin *g, const struct gpu_exec *x,
 void gpu_publish_process(struct gpu_plugin *g, const struct gpu_pstate *ps,
 			 const struct nt_gpu_hello *h, int err)
 {
-	struct ev_process *e = ev_begin(g, g->t_process, sizeof(*e), gpu_mono_ns(), ps->pid,
+	struct ev_process *e = ev_begin(g, g->t_process, sizeof(*e), nt_clock_mono_ns(), ps->pid,
 					ps->pid, ps->comm);
 
 	if (!e)
@@ -372,7 +371,7 @@ void gpu_publish_stack(struct gpu_plugin *g, uint32_t pid, uint32_t tid,
 		       const char *comm, const char *stack, size_t len,
 		       uint64_t us, uint64_t ns, uint64_t launches)
 {
-	struct ev_stack *e = ev_begin(g, g->t_stack, sizeof(*e), gpu_mono_ns(), pid, tid, comm);
+	struct ev_stack *e = ev_begin(g, g->t_stack, sizeof(*e), nt_clock_mono_ns(), pid, tid, comm);
 
 	if (!e)
 		return;
@@ -394,21 +393,21 @@ static void publish_one(void *arg, uint32_t pid, uint32_t tid, const char *comm,
 			uint64_t launches)
 {
 	struct gpu_plugin *g = ((struct publish_ctx *)arg)->g;
-	struct gpu_buf *b = &g->text;
+	struct nt_sb *b = &g->text;
 	uint32_t len;
 	const char *s;
 
-	b->len = 0;
+	nt_sb_reset(b);
 	if (!base && !name) {
-		gpu_buf_puts(b, "[other stacks]");
+		nt_sb_puts(b, "[other stacks]");
 	} else {
 		s = gpu_str(&g->strs, base, &len);
-		gpu_buf_put(b, len ? s : "[no launch stack]", len ? len : 17);
-		gpu_buf_puts(b, ";[gpu] ");
+		nt_sb_put(b, len ? s : "[no launch stack]", len ? len : 17);
+		nt_sb_puts(b, ";[gpu] ");
 		s = gpu_str(&g->strs, name, &len);
-		gpu_buf_put(b, len ? s : "?", len ? len : 1);
+		nt_sb_put(b, len ? s : "?", len ? len : 1);
 	}
-	gpu_publish_stack(g, pid, tid, comm, b->p, b->len, us, ns, launches);
+	gpu_publish_stack(g, pid, tid, comm, b->buf, b->len, us, ns, launches);
 }
 
 void gpu_stacks_publish(struct gpu_plugin *g, uint32_t pid)

@@ -21,10 +21,15 @@ struct fold_ent {
 	bool gone;
 };
 
+/* An entry's identity. */
+struct fold_key {
+	uint32_t pid, tid, base, name;
+};
+
 struct gpu_folded {
 	struct fold_ent *e;
 	uint32_t n, cap, max;
-	struct gpu_map at; /* hash of the key -> index (probed on collision) */
+	struct nt_hmap at; /* struct fold_key -> uint32_t index into e */
 	uint64_t overflow_ns;
 };
 
@@ -32,8 +37,10 @@ struct gpu_folded *gpu_folded_new(uint32_t max_stacks)
 {
 	struct gpu_folded *f = calloc(1, sizeof(*f));
 
-	if (f)
-		f->max = max_stacks ? max_stacks : 100000;
+	if (!f)
+		return NULL;
+	f->max = max_stacks ? max_stacks : 100000;
+	nt_hmap_init(&f->at, sizeof(struct fold_key), sizeof(uint32_t), 0);
 	return f;
 }
 
@@ -42,28 +49,18 @@ void gpu_folded_free(struct gpu_folded *f)
 	if (!f)
 		return;
 	free(f->e);
-	gpu_map_free(&f->at);
+	nt_hmap_fini(&f->at);
 	free(f);
-}
-
-static uint64_t key_hash(uint32_t pid, uint32_t tid, uint32_t base, uint32_t name)
-{
-	return gpu_mix64(((uint64_t)pid << 32 | tid) ^ gpu_mix64((uint64_t)base << 32 | name));
 }
 
 static struct fold_ent *find(struct gpu_folded *f, uint32_t pid, uint32_t tid,
 			     uint32_t base, uint32_t name, bool create)
 {
-	uint64_t h = key_hash(pid, tid, base, name), idx;
+	struct fold_key key = { pid, tid, base, name };
+	uint32_t *idx = nt_hmap_get(&f->at, &key);
 
-	while (gpu_map_get(&f->at, h, &idx)) {
-		struct fold_ent *e = &f->e[idx];
-
-		if (e->pid == pid && e->tid == tid && e->base == base && e->name == name &&
-		    !e->gone)
-			return e;
-		h = gpu_mix64(h + 1);
-	}
+	if (idx && !f->e[*idx].gone)
+		return &f->e[*idx];
 	if (!create || f->n >= f->max)
 		return NULL;
 	if (f->n == f->cap) {
@@ -75,8 +72,10 @@ static struct fold_ent *find(struct gpu_folded *f, uint32_t pid, uint32_t tid,
 		f->e = g;
 		f->cap = cap;
 	}
-	if (gpu_map_put(&f->at, h, f->n))
+	idx = nt_hmap_put(&f->at, &key, NULL);
+	if (!idx)
 		return NULL;
+	*idx = f->n;
 	memset(&f->e[f->n], 0, sizeof(f->e[0]));
 	f->e[f->n].pid = pid;
 	f->e[f->n].tid = tid;
@@ -118,7 +117,8 @@ void gpu_folded_emit(struct gpu_folded *f, uint32_t pid, gpu_folded_fn fn, void 
 	}
 }
 
-/* Entries of a finished process are dropped (the map is rebuilt). */
+/* Entries of a finished process are dropped (the index is rebuilt: the
+ * others move down). */
 void gpu_folded_forget(struct gpu_folded *f, uint32_t pid)
 {
 	uint32_t kept = 0;
@@ -127,12 +127,13 @@ void gpu_folded_forget(struct gpu_folded *f, uint32_t pid)
 		if (f->e[i].pid != pid)
 			f->e[kept++] = f->e[i];
 	f->n = kept;
-	gpu_map_free(&f->at);
+	nt_hmap_clear(&f->at);
 	for (uint32_t i = 0; i < f->n; i++) {
-		uint64_t h = key_hash(f->e[i].pid, f->e[i].tid, f->e[i].base, f->e[i].name);
+		struct fold_key key = { f->e[i].pid, f->e[i].tid, f->e[i].base,
+					f->e[i].name };
+		uint32_t *idx = nt_hmap_put(&f->at, &key, NULL);
 
-		while (gpu_map_get(&f->at, h, NULL))
-			h = gpu_mix64(h + 1);
-		gpu_map_put(&f->at, h, i);
+		if (idx)
+			*idx = i;
 	}
 }

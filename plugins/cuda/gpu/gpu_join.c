@@ -27,7 +27,7 @@ struct gpu_proc *gpu_proc_new(uint32_t pid, uint32_t max_calls, uint32_t max_api
 
 void gpu_proc_free(struct gpu_proc *p)
 {
-	uint32_t it = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	if (!p)
@@ -242,7 +242,7 @@ static struct gpu_call *call_any_thread(struct gpu_proc *p,
 					const struct gpu_api_ent *a,
 					const struct gpu_thread **thr)
 {
-	uint32_t it = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	while (gpu_map_next(&p->threads, &it, &k, &v)) {
@@ -321,16 +321,16 @@ static bool frame_is(const char *f, size_t n, const char *name)
 }
 
 void gpu_stack_root_first(const char *s, size_t len, const char *api_name,
-			  struct gpu_buf *out)
+			  struct nt_sb *out)
 {
 	const char *first_end = memchr(s, ';', len);
 	size_t first_len = first_end ? (size_t)(first_end - s) : len;
 	size_t end = len;
 
-	out->len = 0;
-	gpu_buf_put(out, "", 0);
+	nt_sb_reset(out);
+	nt_sb_put(out, "", 0);
 	if (!api_name || !frame_is(s, first_len, api_name)) {
-		gpu_buf_put(out, s, len);
+		nt_sb_put(out, s, len);
 		return;
 	}
 	/* innermost first: write the frames in reverse order */
@@ -340,8 +340,8 @@ void gpu_stack_root_first(const char *s, size_t len, const char *api_name,
 		while (start > 0 && s[start - 1] != ';')
 			start--;
 		if (out->len)
-			gpu_buf_put(out, ";", 1);
-		gpu_buf_put(out, s + start, end - start);
+			nt_sb_put(out, ";", 1);
+		nt_sb_put(out, s + start, end - start);
 		end = start ? start - 1 : 0;
 	}
 }

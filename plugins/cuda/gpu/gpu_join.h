@@ -134,6 +134,6 @@ void gpu_proc_learn_device(struct gpu_proc *p, uint32_t context, uint32_t device
  * being the probed function itself (api_name, e.g. "cuLaunchKernel").
  */
 void gpu_stack_root_first(const char *s, size_t len, const char *api_name,
-			  struct gpu_buf *out);
+			  struct nt_sb *out);
 
 #endif

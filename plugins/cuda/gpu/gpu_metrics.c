@@ -376,7 +376,7 @@ void gpu_metrics_tick(struct gpu_metrics *m, uint64_t now)
 	struct gpu_plugin *g = m->g;
 	static const char *const how[GPU_JOIN_N] = { "none", "thread", "call" };
 	uint64_t sum[GPU_JOIN_N] = { 0 };
-	uint32_t it = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	push_kernels(m);

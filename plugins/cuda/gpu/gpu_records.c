@@ -330,7 +330,7 @@ static bool pend_push(struct gpu_plugin *g, struct gpu_pstate *ps,
 	}
 	p = pend_at(g, g->pend_n++);
 	p->pid = ps->pid;
-	p->arrival_ns = gpu_mono_ns();
+	p->arrival_ns = nt_clock_mono_ns();
 	p->seq = ps->seq;
 	memcpy(&p->r, r, r->size < sizeof(p->r) ? r->size : sizeof(p->r));
 	return true;
@@ -399,7 +399,7 @@ void gpu_records_message(struct gpu_plugin *g, struct gpu_pstate *ps,
 
 void gpu_records_retry(struct gpu_plugin *g, bool all)
 {
-	uint64_t now = gpu_mono_ns(), wait = (uint64_t)g->cfg->join_wait_ms * 1000000ull;
+	uint64_t now = nt_clock_mono_ns(), wait = (uint64_t)g->cfg->join_wait_ms * 1000000ull;
 	uint32_t n = g->pend_n, kept = 0;
 
 	for (uint32_t i = 0; i < n; i++) {

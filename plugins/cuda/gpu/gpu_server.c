@@ -72,7 +72,7 @@ static void conn_close(struct gpu_plugin *g, struct gpu_pstate *ps)
 	epoll_ctl(g->epoll_fd, EPOLL_CTL_DEL, ps->fd, NULL);
 	close(ps->fd);
 	ps->fd = -1;
-	ps->closed_ns = gpu_mono_ns();
+	ps->closed_ns = nt_clock_mono_ns();
 	g->n_conns--;
 	if (ps->tracing)
 		gpu_metrics_process(g->m, -1);
@@ -149,7 +149,7 @@ static void conn_new(struct gpu_plugin *g, int fd, uint32_t pid)
 static bool exited_lately(const struct gpu_plugin *g, uint32_t pid)
 {
 	for (uint32_t i = 0; i < GPU_EXITS_KEPT; i++)
-		if (g->exits[i].pid == pid && gpu_mono_ns() - g->exits[i].ts < GPU_PARKED_NS)
+		if (g->exits[i].pid == pid && nt_clock_mono_ns() - g->exits[i].ts < GPU_PARKED_NS)
 			return true;
 	return false;
 }
@@ -170,7 +170,7 @@ static void park(struct gpu_plugin *g, int fd, uint32_t pid)
 	}
 	g->parked[g->n_parked].fd = fd;
 	g->parked[g->n_parked].pid = pid;
-	g->parked[g->n_parked].since = gpu_mono_ns();
+	g->parked[g->n_parked].since = nt_clock_mono_ns();
 	g->n_parked++;
 }
 
@@ -220,7 +220,7 @@ static void unpark(struct gpu_plugin *g, uint32_t i)
 void gpu_server_exited(struct gpu_plugin *g, uint32_t pid, const char *comm)
 {
 	g->exits[g->exits_next % GPU_EXITS_KEPT].pid = pid;
-	g->exits[g->exits_next % GPU_EXITS_KEPT].ts = gpu_mono_ns();
+	g->exits[g->exits_next % GPU_EXITS_KEPT].ts = nt_clock_mono_ns();
 	g->exits_next++;
 	for (uint32_t i = 0; i < g->n_parked; i++) {
 		struct gpu_pstate *ps;
@@ -310,7 +310,7 @@ int gpu_server_poll(struct gpu_plugin *g, uint32_t budget)
 
 void gpu_server_close(struct gpu_plugin *g)
 {
-	uint32_t it = 0;
+	struct nt_hmap_iter it = {0};
 	uint64_t k, v;
 
 	while (gpu_map_next(&g->procs, &it, &k, &v))

@@ -2,157 +2,111 @@
 /* ntcore cuda_gpu: generic plumbing (see gpu_util.h). */
 #include "gpu_util.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- u64 map --------------------------------------------------------------- */
 
-static int map_grow(struct gpu_map *m)
+/* A zeroed map gets its shape at its first put. */
+static bool map_ready(struct gpu_map *m)
 {
-	struct gpu_map g = { .cap = m->cap ? m->cap * 2 : 64 };
-
-	g.keys = malloc(g.cap * sizeof(*g.keys));
-	g.vals = malloc(g.cap * sizeof(*g.vals));
-	g.used = calloc(g.cap, 1);
-	if (!g.keys || !g.vals || !g.used) {
-		gpu_map_free(&g);
-		return -1;
-	}
-	for (uint32_t i = 0; i < m->cap; i++)
-		if (m->used[i])
-			gpu_map_put(&g, m->keys[i], m->vals[i]);
-	gpu_map_free(m);
-	*m = g;
-	return 0;
+	return m->h.key_size ||
+	       nt_hmap_init(&m->h, sizeof(uint64_t), sizeof(uint64_t), 0) == 0;
 }
 
 int gpu_map_put(struct gpu_map *m, uint64_t key, uint64_t val)
 {
-	uint32_t i;
+	uint64_t *v = map_ready(m) ? nt_hmap_put(&m->h, &key, NULL) : NULL;
 
-	if ((m->n + 1) * 4 > m->cap * 3 && map_grow(m))
+	if (!v)
 		return -1;
-	for (i = (uint32_t)gpu_mix64(key) & (m->cap - 1); m->used[i]; i = (i + 1) & (m->cap - 1)) {
-		if (m->keys[i] == key) {
-			m->vals[i] = val;
-			return 0;
-		}
-	}
-	m->used[i] = 1;
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
+	*v = val;
 	return 0;
-}
-
-static int64_t map_find(const struct gpu_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return -1;
-	for (uint32_t i = (uint32_t)gpu_mix64(key) & (m->cap - 1); m->used[i];
-	     i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key)
-			return i;
-	return -1;
 }
 
 bool gpu_map_get(const struct gpu_map *m, uint64_t key, uint64_t *val)
 {
-	int64_t i = map_find(m, key);
+	const uint64_t *v = m->h.key_size ? nt_hmap_get(&m->h, &key) : NULL;
 
-	if (i < 0)
-		return false;
-	if (val)
-		*val = m->vals[i];
-	return true;
+	if (v && val)
+		*val = *v;
+	return v != NULL;
 }
 
 bool gpu_map_del(struct gpu_map *m, uint64_t key)
 {
-	int64_t found = map_find(m, key);
-	uint32_t i, j, mask = m->cap - 1;
-
-	if (found < 0)
-		return false;
-	i = (uint32_t)found;
-	m->used[i] = 0;
-	m->n--;
-	/* shift back the entries of the run that follows, so that lookups
-	 * need no tombstones */
-	for (j = (i + 1) & mask; m->used[j]; j = (j + 1) & mask) {
-		uint32_t home = (uint32_t)gpu_mix64(m->keys[j]) & mask;
-
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			m->keys[i] = m->keys[j];
-			m->vals[i] = m->vals[j];
-			m->used[i] = 1;
-			m->used[j] = 0;
-			i = j;
-		}
-	}
-	return true;
+	return m->h.key_size && nt_hmap_del(&m->h, &key);
 }
 
-bool gpu_map_next(const struct gpu_map *m, uint32_t *it, uint64_t *key,
+bool gpu_map_next(struct gpu_map *m, struct nt_hmap_iter *it, uint64_t *key,
 		  uint64_t *val)
 {
-	for (; *it < m->cap; (*it)++) {
-		if (m->used[*it]) {
-			*key = m->keys[*it];
-			*val = m->vals[*it];
-			(*it)++;
-			return true;
-		}
-	}
-	return false;
+	if (!m->h.key_size)
+		return false;
+	if (!it->m)
+		nt_hmap_iter_init(it, &m->h);
+	if (!nt_hmap_iter_next(it))
+		return false;
+	memcpy(key, it->key, sizeof(*key));
+	memcpy(val, it->val, sizeof(*val));
+	return true;
 }
 
 void gpu_map_free(struct gpu_map *m)
 {
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
+	nt_hmap_fini(&m->h);
 	memset(m, 0, sizeof(*m));
 }
 
 /* ---- interned strings ---------------------------------------------------- */
+/* The bytes live in one arena; the index (an nt_hmap_init_str map) points
+ * into it, so it is rebuilt when the arena moves. */
 
 void gpu_strtab_init(struct gpu_strtab *t, size_t max_bytes)
 {
 	memset(t, 0, sizeof(*t));
 	t->max_bytes = max_bytes;
+	nt_hmap_init_str(&t->index, sizeof(uint32_t), 0);
 }
 
-static uint32_t str_hash(const char *s, size_t len)
+static int str_index(struct gpu_strtab *t, uint32_t id)
 {
-	uint64_t h = 1469598103934665603ull;
+	struct nt_hstr key = { t->arena + t->off[id], t->slen[id] };
+	uint32_t *v = nt_hmap_put(&t->index, &key, NULL);
 
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-	return (uint32_t)gpu_mix64(h);
-}
-
-static int slots_grow(struct gpu_strtab *t)
-{
-	uint32_t n = t->n_slots ? t->n_slots * 2 : 1024;
-	uint32_t *s = calloc(n, sizeof(*s));
-
-	if (!s)
+	if (!v)
 		return -1;
-	for (uint32_t id = 1; id <= t->n; id++) {
-		uint32_t i = str_hash(t->arena + t->off[id], t->slen[id]) & (n - 1);
-
-		while (s[i])
-			i = (i + 1) & (n - 1);
-		s[i] = id;
-	}
-	free(t->slots);
-	t->slots = s;
-	t->n_slots = n;
+	*v = id;
 	return 0;
+}
+
+/* The arena moved: every key points to the new one. */
+static int str_reindex(struct gpu_strtab *t)
+{
+	nt_hmap_clear(&t->index);
+	for (uint32_t id = 1; id <= t->n; id++)
+		if (str_index(t, id))
+			return -1;
+	return 0;
+}
+
+static bool str_room(struct gpu_strtab *t, size_t len)
+{
+	size_t cap = t->cap ? t->cap : 65536;
+	char *a;
+
+	if (t->len + len + 1 <= t->cap)
+		return true;
+	while (cap < t->len + len + 1)
+		cap *= 2;
+	if (!(a = realloc(t->arena, cap)))
+		return false;
+	t->cap = cap;
+	if (a != t->arena) {
+		t->arena = a;
+		return str_reindex(t) == 0;
+	}
+	return true;
 }
 
 static uint32_t str_add(struct gpu_strtab *t, const char *s, size_t len)
@@ -161,17 +115,8 @@ static uint32_t str_add(struct gpu_strtab *t, const char *s, size_t len)
 		t->refused++;
 		return 0;
 	}
-	if (t->len + len + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap : 65536;
-		char *a;
-
-		while (cap < t->len + len + 1)
-			cap *= 2;
-		if (!(a = realloc(t->arena, cap)))
-			return 0;
-		t->arena = a;
-		t->cap = cap;
-	}
+	if (!str_room(t, len))
+		return 0;
 	if (t->n + 2 > t->cap_ids) {
 		uint32_t cap = t->cap_ids ? t->cap_ids * 2 : 1024;
 		uint32_t *o = realloc(t->off, cap * sizeof(*o));
@@ -186,27 +131,20 @@ static uint32_t str_add(struct gpu_strtab *t, const char *s, size_t len)
 	}
 	memcpy(t->arena + t->len, s, len);
 	t->arena[t->len + len] = '\0';
-	t->n++;
-	t->off[t->n] = (uint32_t)t->len;
-	t->slen[t->n] = (uint32_t)len;
+	t->off[t->n + 1] = (uint32_t)t->len;
+	t->slen[t->n + 1] = (uint32_t)len;
+	if (str_index(t, t->n + 1))
+		return 0;
 	t->len += len + 1;
-	return t->n;
+	return ++t->n;
 }
 
 uint32_t gpu_str_intern(struct gpu_strtab *t, const char *s, size_t len)
 {
-	uint32_t i, id;
+	struct nt_hstr key = { s, len };
+	const uint32_t *id = nt_hmap_get(&t->index, &key);
 
-	if ((t->n + 1) * 2 > t->n_slots && slots_grow(t))
-		return 0;
-	for (i = str_hash(s, len) & (t->n_slots - 1); (id = t->slots[i]);
-	     i = (i + 1) & (t->n_slots - 1))
-		if (t->slen[id] == len && memcmp(t->arena + t->off[id], s, len) == 0)
-			return id;
-	id = str_add(t, s, len);
-	if (id)
-		t->slots[i] = id;
-	return id;
+	return id ? *id : str_add(t, s, len);
 }
 
 const char *gpu_str(const struct gpu_strtab *t, uint32_t id, uint32_t *len)
@@ -226,60 +164,6 @@ void gpu_strtab_free(struct gpu_strtab *t)
 	free(t->arena);
 	free(t->off);
 	free(t->slen);
-	free(t->slots);
+	nt_hmap_fini(&t->index);
 	memset(t, 0, sizeof(*t));
-}
-
-/* ---- text buffer ------------------------------------------------------------ */
-
-void gpu_buf_put(struct gpu_buf *b, const char *s, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		if (!(p = realloc(b->p, cap))) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-void gpu_buf_puts(struct gpu_buf *b, const char *s)
-{
-	gpu_buf_put(b, s, strlen(s));
-}
-
-void gpu_buf_printf(struct gpu_buf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		gpu_buf_put(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-void gpu_buf_free(struct gpu_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
-
-uint64_t gpu_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ntcore cuda_gpu: generic plumbing (a u64 map, interned strings, a growing
- * text buffer), kept in one file so that moving to the SDK's plugin kit
- * (issue 20) is a one-file change.
+ * ntcore cuda_gpu: its plumbing, on the plugin kit: a u64 map over
+ * nt_hmap and interned strings; text is built with the kit's nt_sb and
+ * time read with nt_clock_mono_ns (both included from here).
  */
 #ifndef NTCORE_GPU_UTIL_H
 #define NTCORE_GPU_UTIL_H
@@ -11,28 +11,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-static inline uint64_t gpu_mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
+#include "ntcore/kit/clock.h"
+#include "ntcore/kit/hmap.h"
+#include "ntcore/kit/sb.h"
 
-/* u64 -> u64, open addressing with backward-shift deletion. */
+/* u64 -> u64 on the kit's nt_hmap (a zeroed struct is an empty map). */
 struct gpu_map {
-	uint64_t *keys, *vals;
-	uint8_t *used;
-	uint32_t cap, n; /* cap a power of two */
+	struct nt_hmap h;
 };
 
 int gpu_map_put(struct gpu_map *m, uint64_t key, uint64_t val); /* 0 / -1 */
 bool gpu_map_get(const struct gpu_map *m, uint64_t key, uint64_t *val);
 bool gpu_map_del(struct gpu_map *m, uint64_t key);
-/* *it starts at 0; false at the end (no insertion or deletion meanwhile) */
-bool gpu_map_next(const struct gpu_map *m, uint32_t *it, uint64_t *key,
+/* *it starts zeroed ({0}); false at the end (no insertion or deletion
+ * meanwhile) */
+bool gpu_map_next(struct gpu_map *m, struct nt_hmap_iter *it, uint64_t *key,
 		  uint64_t *val);
 void gpu_map_free(struct gpu_map *m);
 
@@ -42,8 +35,7 @@ struct gpu_strtab {
 	size_t len, cap, max_bytes;
 	uint32_t *off, *slen;   /* by id */
 	uint32_t n, cap_ids;
-	uint32_t *slots;        /* open addressing: ids, 0 empty */
-	uint32_t n_slots;
+	struct nt_hmap index;   /* struct nt_hstr (into arena) -> uint32_t id */
 	uint64_t refused;       /* strings not kept: max_bytes reached */
 };
 
@@ -53,22 +45,5 @@ uint32_t gpu_str_intern(struct gpu_strtab *t, const char *s, size_t len);
 /* The string of id ("" for 0 or unknown); *len gets its length. */
 const char *gpu_str(const struct gpu_strtab *t, uint32_t id, uint32_t *len);
 void gpu_strtab_free(struct gpu_strtab *t);
-
-/* A growing text buffer (never fails: on ENOMEM it stops growing and
- * `oom` is set, so a text comes out truncated, not missing). */
-struct gpu_buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-void gpu_buf_put(struct gpu_buf *b, const char *s, size_t n);
-void gpu_buf_puts(struct gpu_buf *b, const char *s);
-void gpu_buf_printf(struct gpu_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void gpu_buf_free(struct gpu_buf *b);
-
-/* CLOCK_MONOTONIC now, ns. */
-uint64_t gpu_mono_ns(void);
 
 #endif

@@ -26,9 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include <ntcore/kit.h>
 #include <ntcore/plugin.h>
 
 struct tg_cfg {
@@ -38,18 +38,15 @@ struct tg_cfg {
 	int64_t start_delay_ms;
 };
 
+#define C struct tg_cfg
 static const struct nt_cfg_key tg_config[] = {
-	{ .key = "count", .type = NT_CFG_INT, .offset = offsetof(struct tg_cfg, count),
-	  .def = "1000", .min = 0, .max = 1e12, .desc = "events to publish in all" },
-	{ .key = "per_tick", .type = NT_CFG_INT, .offset = offsetof(struct tg_cfg, per_tick),
-	  .def = "100", .min = 1, .max = 10000000, .desc = "events per timer tick" },
-	{ .key = "interval_ms", .type = NT_CFG_INT,
-	  .offset = offsetof(struct tg_cfg, interval_ms), .def = "10", .min = 1,
-	  .max = 60000, .desc = "timer period (ms)" },
-	{ .key = "start_delay_ms", .type = NT_CFG_INT,
-	  .offset = offsetof(struct tg_cfg, start_delay_ms), .def = "0", .min = 0,
-	  .max = 600000, .desc = "wait this long after attach before the first event" },
+	NT_KEY_INT(C, count, 1000, 0, 1000000000000, "events to publish in all"),
+	NT_KEY_INT(C, per_tick, 100, 1, 10000000, "events per timer tick"),
+	NT_KEY_INT(C, interval_ms, 10, 1, 60000, "timer period (ms)"),
+	NT_KEY_INT(C, start_delay_ms, 0, 0, 600000,
+		   "wait this long after attach before the first event"),
 };
+#undef C
 
 struct tg_event {
 	struct nt_event_hdr hdr;
@@ -134,14 +131,6 @@ struct tg {
 	uint32_t pid, tid;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int tg_init(struct nt_instance *inst, const struct nt_host *host,
 		   const void *config, void **state)
 {
@@ -156,7 +145,7 @@ static int tg_init(struct nt_instance *inst, const struct nt_host *host,
 	if (t->type <= 0) {
 		int err = t->type < 0 ? t->type : -EINVAL;
 
-		host->log(inst, NT_LOG_ERROR, "cannot register %s: %d", tg_schema.name, t->type);
+		nt_log_err(t, "cannot register %s: %d", tg_schema.name, t->type);
 		free(t);
 		return err;
 	}
@@ -174,7 +163,7 @@ static int tg_attach(void *state)
 {
 	struct tg *t = state;
 
-	t->start_after_ns = mono_ns() + (uint64_t)t->cfg->start_delay_ms * 1000000ull;
+	t->start_after_ns = nt_clock_mono_ns() + (uint64_t)t->cfg->start_delay_ms * NT_NS_PER_MS;
 	return t->host->add_timer(t->inst, (uint64_t)t->cfg->interval_ms, 1);
 }
 
@@ -186,7 +175,7 @@ static void fill(struct tg *t, struct tg_event *e, uint64_t i)
 
 	memset(e, 0, sizeof(*e));
 	e->hdr.type = (uint32_t)t->type;
-	e->hdr.ts_ns = mono_ns();
+	e->hdr.ts_ns = nt_clock_mono_ns();
 	e->hdr.pid = t->pid;
 	e->hdr.tid = t->tid;
 	memcpy(e->hdr.comm, "testgen", 8);
@@ -221,7 +210,7 @@ static int tg_poll(void *state, uint32_t token, uint32_t budget)
 
 	(void)token;
 	(void)budget;
-	if (t->next >= end || mono_ns() < t->start_after_ns)
+	if (t->next >= end || nt_clock_mono_ns() < t->start_after_ns)
 		return 0;
 	for (; k < (uint64_t)t->cfg->per_tick && t->next < end; k++, t->next++) {
 		fill(t, &e, t->next);
@@ -251,8 +240,7 @@ static int tg_poll(void *state, uint32_t token, uint32_t budget)
 
 		t->host->metric_hist_set(t->m_value, NULL, bc, sum);
 		if (t->next == end)
-			t->host->log(t->inst, NT_LOG_INFO, "published all %llu events",
-				     (unsigned long long)end);
+			nt_log_info(t, "published all %llu events", (unsigned long long)end);
 	}
 	return (int)k;
 }

@@ -11,10 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <ntcore/plugin.h>
+#include <ntcore/kit/cfg.h>
+#include <ntcore/kit/clock.h>
+#include <ntcore/kit/log.h>
 
 struct mg_config {
 	int64_t series;
@@ -33,47 +34,29 @@ struct mg_config {
 static const char *const kinds[] = { "counter", "gauge", "histogram", "mixed",
 				     NULL };
 
+#define C struct mg_config
 static const struct nt_cfg_key mg_keys[] = {
-	{ .key = "series", .type = NT_CFG_INT,
-	  .offset = offsetof(struct mg_config, series), .def = "1000",
-	  .min = 0, .max = 2000000, .desc = "label sets in all" },
-	{ .key = "families", .type = NT_CFG_INT,
-	  .offset = offsetof(struct mg_config, families), .def = "10",
-	  .min = 1, .max = 10000, .desc = "metric families" },
-	{ .key = "kind", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct mg_config, kind), .def = "\"counter\"",
-	  .min = 1, .max = 0, .choices = kinds,
-	  .desc = "family type; mixed cycles counter, gauge, histogram" },
-	{ .key = "labels", .type = NT_CFG_INT,
-	  .offset = offsetof(struct mg_config, labels), .def = "2",
-	  .min = 1, .max = 8, .desc = "labels per series (l0 is unique)" },
-	{ .key = "value", .type = NT_CFG_FLOAT,
-	  .offset = offsetof(struct mg_config, value), .def = "1",
-	  .min = 1, .max = 0, .desc = "initial value of every series" },
-	{ .key = "increment", .type = NT_CFG_FLOAT,
-	  .offset = offsetof(struct mg_config, increment), .def = "0",
-	  .min = 1, .max = 0,
-	  .desc = "added to every series (observed, for histograms) per tick" },
-	{ .key = "interval_ms", .type = NT_CFG_INT,
-	  .offset = offsetof(struct mg_config, interval_ms), .def = "1000",
-	  .min = 1, .max = 3600000, .desc = "tick period" },
-	{ .key = "max_series", .type = NT_CFG_INT,
-	  .offset = offsetof(struct mg_config, max_series), .def = "0",
-	  .min = 0, .max = 10000000,
-	  .desc = "per-family label-set limit (0: the core's default)" },
-	{ .key = "label_prefix", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct mg_config, label_prefix), .def = "\"s\"",
-	  .min = 1, .max = 0, .desc = "prefix of the l0 label values" },
-	{ .key = "help", .type = NT_CFG_STRING,
-	  .offset = offsetof(struct mg_config, help),
-	  .def = "\"Synthetic series from the metric generator.\"",
-	  .min = 1, .max = 0, .desc = "HELP text of every family" },
-	{ .key = "publish", .type = NT_CFG_INT,
-	  .offset = offsetof(struct mg_config, publish), .def = "0",
-	  .min = 0, .max = 100000000,
-	  .desc = "metricgen.tick events to publish once, 100 ms after attach "
-		  "(so the core's ntcore_events_in_total has a known value)" },
+	NT_KEY_INT(C, series, 1000, 0, 2000000, "label sets in all"),
+	NT_KEY_INT(C, families, 10, 1, 10000, "metric families"),
+	NT_KEY_CHOICE(C, kind, "counter", kinds,
+		      "family type; mixed cycles counter, gauge, histogram"),
+	NT_KEY_INT(C, labels, 2, 1, 8, "labels per series (l0 is unique)"),
+	NT_KEY_FLOAT(C, value, 1, 1, 0,
+		     "initial value of every series"),
+	NT_KEY_FLOAT(C, increment, 0, 1, 0,
+		     "added to every series (observed, for histograms) per "
+		     "tick"),
+	NT_KEY_INT(C, interval_ms, 1000, 1, 3600000, "tick period"),
+	NT_KEY_INT(C, max_series, 0, 0, 10000000,
+		   "per-family label-set limit (0: the core's default)"),
+	NT_KEY_STR(C, label_prefix, "s", "prefix of the l0 label values"),
+	NT_KEY_STR(C, help, "Synthetic series from the metric generator.",
+		   "HELP text of every family"),
+	NT_KEY_INT(C, publish, 0, 0, 100000000,
+		   "metricgen.tick events to publish once, 100 ms after attach "
+		   "(so the core's ntcore_events_in_total has a known value)"),
 };
+#undef C
 
 struct mg_tick {
 	struct nt_event_hdr hdr;
@@ -212,8 +195,7 @@ static int mg_init(struct nt_instance *inst, const struct nt_host *host,
 		}
 		g->m[f] = host->metric_register(inst, d);
 		if (!g->m[f]) {
-			host->log(inst, NT_LOG_ERROR, "cannot register %s",
-				  d->name);
+			nt_log_err(g, "cannot register %s", d->name);
 			free(g->m);
 			free(g->names);
 			free(g->desc);
@@ -240,7 +222,7 @@ static int mg_attach(void *state)
 	each(g, 1);
 	/* tests wait for this line before they scrape: the sink serves
 	 * (it attached first) while these series are still being set */
-	g->host->log(g->inst, NT_LOG_INFO, "set %lld series", (long long)g->cfg.series);
+	nt_log_info(g, "set %lld series", (long long)g->cfg.series);
 	if (g->cfg.publish) {
 		rc = g->host->add_timer(g->inst, 100, TOK_PUBLISH);
 		if (rc < 0)
@@ -268,11 +250,7 @@ static int mg_poll(void *state, uint32_t token, uint32_t budget)
 					       .tid = (uint32_t)getpid(),
 					       .comm = "metricgen" } };
 
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ev.hdr.ts_ns = (uint64_t)ts.tv_sec * 1000000000u +
-			       (uint64_t)ts.tv_nsec;
+		ev.hdr.ts_ns = nt_clock_mono_ns();
 		g->published = true;
 		for (int64_t i = 0; i < g->cfg.publish; i++) {
 			ev.seq = (uint64_t)i;

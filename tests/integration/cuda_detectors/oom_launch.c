@@ -3,7 +3,8 @@
  * Out-of-memory under a launch storm (issue 17): a thread launches
  * wl_kernel as fast as it can for the whole run while the main thread
  * takes 4 x 1 GiB and then asks for 64 GiB eight times, 250 ms apart,
- * printing "OOM_AT_<i>=<wall ns>" right after each failed call returns.
+ * printing "OOM_CALL_<i>=<wall ns>" before each call and "OOM_AT_<i>=..."
+ * right after it returns.
  * At the end "LAUNCHES=<n>" (the launcher's launches). With launch_events
  * on, every alert must still come within 10 ms of its failure, and no
  * launch record may be lost.
@@ -42,9 +43,11 @@ int main(void)
 		return 2;
 	sleep_ms(500);
 	for (int i = 0; i < 8; i++) {
+		uint64_t t0 = wall_ns();
 		cudaError_t e = make_activations(&act);
 		uint64_t t = wall_ns();
-		printf("OOM_RET_%d=%d\nOOM_AT_%d=%llu\n", i, (int)e, i, (unsigned long long)t);
+		printf("OOM_RET_%d=%d\nOOM_CALL_%d=%llu\nOOM_AT_%d=%llu\n", i, (int)e, i,
+		       (unsigned long long)t0, i, (unsigned long long)t);
 		fflush(stdout);
 		sleep_ms(250);
 	}
