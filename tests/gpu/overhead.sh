@@ -24,6 +24,7 @@
 #   . .device/env.sh; bash tests/gpu/overhead.sh [.device] [OUTDIR]
 # Dry run without a GPU or torch (the driver with a sleeping workload):
 #   DRY=1 bash tests/gpu/overhead.sh BUILD_DIR /tmp/ovh
+# OVH_ONLY="oom launch" runs only those workloads (names as in the plan).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -91,6 +92,9 @@ else:
         {"workload": "cnn", "window_s": 0.8, "configs": [train]},
         {"workload": "loader", "window_s": 1.0, "configs": [train]},
     ]
+only = "${OVH_ONLY:-}".split()  # OVH_ONLY="oom gpt": those workloads only
+if only:
+    plan = [p for p in plan if p["workload"] in only]
 json.dump({"out": "$O", "tmp": T, "nt": "$NT", "py": "$PY" if not dry else sys.executable,
            "work": "$HERE/overhead_work.py", "nt_cpus": "$NT_CPUS", "work_cpus": "$WORK_CPUS",
            "budget_s": float("${BUDGET_S:-500}"), "plan": plan,
