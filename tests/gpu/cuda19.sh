@@ -44,6 +44,10 @@ say() { printf '\n### %s (t=%ss)\n' "$*" "$(( $(date +%s) - T0 ))"; }
 # record a check's PASS/FAIL lines in the summary (its output is in the log)
 record() { grep -E '^(PASS|FAIL) ' "$1" >> "$SUM" || echo "FAIL $2: no verdict (see cuda19.log)" >> "$SUM"; }
 
+# C19_PARTS: the parts to run (default all): validate graphs alerts attach
+C19_PARTS=${C19_PARTS:-validate graphs alerts attach}
+want() { case " $C19_PARTS " in *" $1 "*) return 0;; esac; return 1; }
+
 say "facts"
 date -u
 uname -r
@@ -52,10 +56,13 @@ nvidia-smi -L 2>&1 | head -2
 [ -x "$NT" ] || { echo "FAIL setup: no $NT" | tee -a "$SUM"; exit 1; }
 
 # the attach part's job starts first: it must run for a minute before the attach
+if want attach; then
 "$PY" "$HERE/cuda19_workload.py" job "$W/job.stop" > "$W/job.out" 2>&1 &
 JOBPID=$!
 JOB_T0=$(date +%s)
+fi
 
+if want validate; then
 # ------------------------------------------------------------ validate ----
 say "validate: launch counts vs PyTorch's profiler, root-first stacks"
 cat > "$W/validate.conf" <<CONF
@@ -84,6 +91,8 @@ else
 	echo "FAIL validate.launch_counts: the workload wrote no profile" >> "$SUM"
 fi
 
+fi
+if want graphs; then
 # -------------------------------------------------------------- graphs ----
 say "graphs: CUDAGraph replays and torch.compile(mode=reduce-overhead)"
 cat > "$W/graphs.conf" <<CONF
@@ -105,6 +114,8 @@ else
 	echo "FAIL graphs: the workload wrote no windows" >> "$SUM"
 fi
 
+fi
+if want alerts; then
 # -------------------------------------------------------------- alerts ----
 say "alerts: expandable segments, Python frames in the detectors' alerts"
 cat > "$W/alerts.conf" <<CONF
@@ -133,6 +144,8 @@ else
 	echo "FAIL alerts: the workload wrote no results" >> "$SUM"
 fi
 
+fi
+if want attach; then
 # -------------------------------------------------------------- attach ----
 say "attach: -p to a job running for over a minute"
 while [ $(( $(date +%s) - JOB_T0 )) -lt 65 ] && kill -0 "$JOBPID" 2>/dev/null; do sleep 1; done
@@ -166,6 +179,7 @@ for _ in $(seq 1 30); do kill -0 "$JOBPID" 2>/dev/null || break; sleep 1; done
 kill "$JOBPID" 2>/dev/null
 wait "$JOBPID" 2>/dev/null
 
+fi
 say "summary"
 gzip -f "$W"/*.jsonl 2>/dev/null
 cat "$SUM"

@@ -161,7 +161,11 @@ def bad_device():
     t0 = time.perf_counter()
     while time.perf_counter() - t0 < 0.05:
         pass
-    return rt.cudaSetDevice(99)
+    ret = rt.cudaSetDevice(99)
+    # the runtime keeps the error as the thread's last error, and PyTorch's
+    # next call would raise it ("invalid device ordinal"): take it back
+    rt.cudaGetLastError()
+    return ret
 
 
 def wait_gpu(seconds):
