@@ -97,7 +97,7 @@ static const struct nt_cfg_key an_keys[] = {
 	NT_KEY_FLOAT(C, step_min_slowdown, 0.5, 0.0, 1000.0, "a slow step is at least this much slower (0.5: 50 %)"),
 	NT_KEY_INT(C, step_window, 8, 1, 64, "the last this many steps (the slow one among them) must be slower on average too (1: the step alone)"),
 	NT_KEY_FLOAT(C, step_window_slowdown, 0.5, 0.0, 1000.0, "by at least this much (0.5: the loop lost a third of its throughput over them)"),
-	NT_KEY_INT(C, step_n_init, 50, 20, 1000000, "steps before a slow step can be flagged"),
+	NT_KEY_INT(C, step_n_init, 100, 20, 1000000, "steps before a slow step can be flagged"),
 	NT_KEY_INT(C, step_sustain, 1, 1, 1000, "slow step times in a row before an alert (Python steps come in batches whose time a late report stretches: 2)"),
 	NT_KEY_INT(C, step_learn_launches, 32768, 256, 4194304, "launches kept to find the repeating kernel sequence"),
 	NT_KEY_FLOAT(C, items_per_step, 0.0, 0.0, 1e15, "items (samples, tokens) per step, for items per second (0: not published)"),

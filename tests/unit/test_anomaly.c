@@ -1316,7 +1316,7 @@ START_TEST(test_slow_loader_reason)
 	L.sync = ser_add(sync, "4242", NULL, NULL, NULL);
 	L.req = ser_add(req, "4300", "pt_data_worker", "read", NULL);
 	L.bytes = ser_add(bytes, "4300", "pt_data_worker", "read", NULL);
-	plug_open(&L.x, (const char *const[]){ "step_learn_launches=2048", NULL });
+	plug_open(&L.x, (const char *const[]){ "step_learn_launches=2048", "step_n_init=50", NULL });
 	ck_assert_int_eq(plug_init(&L.x), 0);
 	for (step = 0; step < 120; step++)
 		loader_step(&L, 1, false);
