@@ -229,7 +229,7 @@ static int stub_sym(void *arg, uint32_t pid, uint64_t addr,
 	(void)pid;
 	memset(s, 0, sizeof(*s));
 	if (addr >= 0x1000 && addr < 0x1000 + 4 * 0x10) {
-		static const char *const n[] = { mangled[0], mangled[1],
+		const char *const n[] = { mangled[0], mangled[1],
 						 mangled[2], mangled[3] };
 
 		s->name = demangled[0]; /* the core demangles */
