@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/bpfset.h"
 #include "ntcore/kit/clock.h"
 #include "ntcore/kit/log.h"
 #include "ntcore/kit/tp.h"
@@ -84,11 +85,11 @@ static int load_and_attach(struct io_state *st)
 		nt_log_err(st, "cannot load the BPF programs: %s", strerror(-err));
 		return err;
 	}
-	for (size_t i = 0; i < st->n_devs; i++) {
-		uint8_t one = 1;
-
-		bpf_map_update_elem(bpf_map__fd(st->skel->maps.devs),
-				    &st->devs[i], &one, BPF_ANY);
+	err = nt_bpf_set_fill(bpf_map__fd(st->skel->maps.devs), st->devs,
+			      sizeof(st->devs[0]), st->n_devs);
+	if (err) {
+		nt_log_err(st, "cannot fill the device filter: %s", strerror(-err));
+		return err;
 	}
 	err = io_bpf__attach(st->skel);
 	if (err)

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "ntcore/bpf.h"
+#include "ntcore/kit/bpfset.h"
 #include "ntcore/kit/clock.h"
 #include "ntcore/kit/log.h"
 #include "ntcore/kit/tp.h"
@@ -84,11 +85,11 @@ static int load_and_attach(struct net_state *st)
 		nt_log_err(st, "cannot load the BPF programs: %s", strerror(-err));
 		return err;
 	}
-	for (int i = 0; i < st->n_ports; i++) {
-		uint8_t one = 1;
-
-		bpf_map_update_elem(bpf_map__fd(st->skel->maps.ports),
-				    &st->ports[i], &one, BPF_ANY);
+	err = nt_bpf_set_fill(bpf_map__fd(st->skel->maps.ports), st->ports,
+			      sizeof(st->ports[0]), (size_t)st->n_ports);
+	if (err) {
+		nt_log_err(st, "cannot fill the port filter: %s", strerror(-err));
+		return err;
 	}
 	err = net_bpf__attach(st->skel);
 	if (err)

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
+#include "ntcore/kit/bpfset.h"
 #include "ntcore/kit/tp.h"
 
 #include "kit_tp.bpf.skel.h"
@@ -242,6 +245,33 @@ START_TEST(test_tp_kernel_probe)
 }
 END_TEST
 
+/* The set's keys are exactly those given, each with the value 1; a full
+ * map stops the fill with its error, the keys before it kept. */
+START_TEST(test_bpf_set_fill)
+{
+	uint16_t ports[] = {22, 443, 8080}, extra[] = {1, 2};
+	uint16_t key, next;
+	uint8_t val;
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "kit_set", sizeof(uint16_t), 1, 4, NULL);
+	size_t n = 0;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(nt_bpf_set_fill(fd, ports, sizeof(ports[0]), 3), 0);
+	for (int have = bpf_map_get_next_key(fd, NULL, &key) == 0; have;
+	     have = bpf_map_get_next_key(fd, &key, &next) == 0, key = next) {
+		ck_assert_int_eq(bpf_map_lookup_elem(fd, &key, &val), 0);
+		ck_assert_uint_eq(val, 1);
+		ck_assert(key == 22 || key == 443 || key == 8080);
+		n++;
+	}
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(nt_bpf_set_fill(fd, extra, sizeof(extra[0]), 2), -E2BIG);
+	ck_assert_int_eq(bpf_map_lookup_elem(fd, &extra[0], &val), 0);
+	ck_assert_int_eq(nt_bpf_set_fill(fd, NULL, sizeof(uint16_t), 0), 0);
+	close(fd);
+}
+END_TEST
+
 static Suite *tp_suite(void)
 {
 	Suite *s = suite_create("kit_tp");
@@ -253,6 +283,7 @@ static Suite *tp_suite(void)
 	tcase_add_test(t, test_tp_apply_without_btf);
 	tcase_add_test(t, test_tp_choose);
 	tcase_add_test(t, test_tp_kernel_probe);
+	tcase_add_test(t, test_bpf_set_fill);
 	suite_add_tcase(s, t);
 	return s;
 }
