@@ -2,13 +2,15 @@
  * The trace sink's pure parts: protobuf wire encoding, the hash map and
  * interner, the flight recorder's bounds, the schema conventions, rendering
  * (JSON writer, exact text), counters, flame graphs, HTML escaping and the
- * report aggregation. Perfetto output is decoded by the integration tests
+ * report aggregation, and the busy ticks of the trace_gpufx fixture the
+ * integration tests draw from. Perfetto output is decoded by the integration tests
  * (tests/integration/trace.sh) with python3-protobuf.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agg.h"
 #include "conv.h"
@@ -569,6 +571,141 @@ START_TEST(aggregation)
 }
 END_TEST
 
+/* ---- the trace_gpufx fixture's busy ticks ---------------------------- */
+
+/* The fixture (tests/fixtures/trace/gpufx.c, linked in) driven through a
+ * stand-in host that keeps the spans of its calls and kernels. */
+extern const struct nt_plugin_desc ntcore_plugin;
+
+struct fx_cfg_copy { /* struct fx_cfg of gpufx.c, field for field */
+	const char *mode;
+	int64_t launches, rate, alert_every_ms;
+};
+
+struct span {
+	uint64_t start, end;
+};
+
+/* The kit's clock (lib/kit/clock.c), replaced so that the fixture's ticks
+ * come at the times a test sets; the real clock while it sets none. */
+static uint64_t test_mono_ns;
+
+static uint64_t clock_read(clockid_t id)
+{
+	struct timespec t;
+
+	clock_gettime(id, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+uint64_t nt_clock_mono_ns(void)
+{
+	return test_mono_ns ? test_mono_ns : clock_read(CLOCK_MONOTONIC);
+}
+
+uint64_t nt_clock_wall_ns(void)
+{
+	return clock_read(CLOCK_REALTIME);
+}
+
+static struct fx_seen {
+	struct span calls[4096], kernels[4096];
+	size_t n_calls, n_kernels;
+	int n_types;
+} fx_seen;
+
+static int fx_register_schema(struct nt_instance *inst, const struct nt_schema *s)
+{
+	(void)inst;
+	(void)s;
+	return ++fx_seen.n_types; /* gpufx registers gpufx.call first, kernels third */
+}
+
+static int fx_publish(struct nt_instance *inst, const struct nt_event_hdr *ev)
+{
+	uint64_t u[3];
+
+	(void)inst;
+	memcpy(u, ev + 1, sizeof(u)); /* call: duration; kernel: start, end */
+	if (ev->type == 1 && fx_seen.n_calls < 4096)
+		fx_seen.calls[fx_seen.n_calls++] = (struct span){ev->ts_ns, ev->ts_ns + u[0]};
+	else if (ev->type == 3 && fx_seen.n_kernels < 4096)
+		fx_seen.kernels[fx_seen.n_kernels++] = (struct span){u[0], u[1]};
+	return 1;
+}
+
+static struct nt_metric *fx_metric_register(struct nt_instance *inst,
+					    const struct nt_metric_desc *d)
+{
+	(void)inst;
+	return (struct nt_metric *)d; /* any non-NULL handle */
+}
+
+static void fx_metric_set(struct nt_metric *m, const char *const *lv, double v)
+{
+	(void)m;
+	(void)lv;
+	(void)v;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Spans on one track (one thread, one stream) never cross: sorted by start,
+ * each begins at or after the end of the one before. */
+static void assert_no_crossing(struct span *s, size_t n, const char *what)
+{
+	qsort(s, n, sizeof(*s), span_cmp);
+	for (size_t i = 1; i < n; i++)
+		ck_assert_msg(s[i].start >= s[i - 1].end,
+			      "%s %zu [%llu, %llu] crosses [%llu, %llu]", what, i,
+			      (unsigned long long)s[i].start, (unsigned long long)s[i].end,
+			      (unsigned long long)s[i - 1].start,
+			      (unsigned long long)s[i - 1].end);
+}
+
+/* A libev repeating timer held up by a period or more fires again at once:
+ * two busy ticks 20 us apart. Their slices must not cross (the flight
+ * test's dumps failed the nesting check when they did); the tick after
+ * them, 10 ms on, is back in its 9 ms before now. */
+START_TEST(fixture_back_to_back_ticks)
+{
+	static const struct nt_host host = {
+		.abi_major = NT_ABI_MAJOR, .abi_minor = NT_ABI_MINOR,
+		.size = sizeof(struct nt_host),
+		.register_schema = fx_register_schema, .publish = fx_publish,
+		.metric_register = fx_metric_register, .metric_set = fx_metric_set,
+	};
+	/* as the flight test: 50 pairs a tick in 4 us slots */
+	struct fx_cfg_copy cfg = {.mode = "busy", .launches = 12, .rate = 5000};
+	const uint64_t t0 = 100000000000ull;
+	void *state = NULL;
+
+	memset(&fx_seen, 0, sizeof(fx_seen));
+	ck_assert_int_eq(ntcore_plugin.init(NULL, &host, &cfg, &state), 0);
+	test_mono_ns = t0;
+	ck_assert_int_eq(ntcore_plugin.poll(state, 0, 4096), 0);
+	test_mono_ns = t0 + 20000;
+	ck_assert_int_eq(ntcore_plugin.poll(state, 0, 4096), 0);
+	test_mono_ns = t0 + 10020000;
+	ck_assert_int_eq(ntcore_plugin.poll(state, 0, 4096), 0);
+	test_mono_ns = 0;
+	ntcore_plugin.fini(state);
+	ck_assert_uint_eq(fx_seen.n_calls, 150);
+	ck_assert_uint_eq(fx_seen.n_kernels, 150);
+	/* the first tick: [t0 - 9 ms, + 200 us); the second right after it */
+	ck_assert_uint_eq(fx_seen.calls[0].start, t0 - 9000000);
+	ck_assert_uint_eq(fx_seen.calls[50].start, t0 - 9000000 + 200000);
+	ck_assert_uint_eq(fx_seen.calls[100].start, t0 + 10020000 - 9000000);
+	assert_no_crossing(fx_seen.calls, fx_seen.n_calls, "call");
+	assert_no_crossing(fx_seen.kernels, fx_seen.n_kernels, "kernel");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("trace");
@@ -587,6 +724,7 @@ int main(void)
 	tcase_add_test(tc, flame_tree);
 	tcase_add_test(tc, html_escaping);
 	tcase_add_test(tc, aggregation);
+	tcase_add_test(tc, fixture_back_to_back_ticks);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
