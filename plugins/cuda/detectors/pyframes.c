@@ -168,6 +168,8 @@ const char *stack_py_frame(const char *stack, char *out, size_t len)
 	if (!len)
 		return out;
 	out[0] = '\0';
+	if (!stack) /* no arithmetic on a null pointer (UBSan) */
+		return out;
 	for (size_t i = 0; i <= n; i++) {
 		if (i < n && stack[i] != STACK_SEP)
 			continue;
