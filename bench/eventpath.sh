@@ -43,7 +43,7 @@ NTCORE=$B/core/ntcore
 export NTCORE_PLUGIN_PATH=$B/plugins:$B/sinks:$B/bench
 T=$(mktemp -d /tmp/ntcore-bench-eventpath.XXXXXX)
 SHM=$(mktemp -d /dev/shm/ntcore-bench-eventpath.XXXXXX)
-trap 'rm -rf "$T" "$SHM"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$T" "$SHM"' EXIT
 
 N=4000000
 [ $SMOKE = 1 ] && N=200000
@@ -84,8 +84,8 @@ with open(f"{d}/{name}.jsonl", "rb") as f:
         if line.startswith(b'{"ts":') and b'"type":"bench.thread"' in line[:64]:
             written += 1
         elif b'"name":"ntcore_events_dropped_total"' in line:
-            m = json.loads(line)
-            drops[m["labels"]["stage"]] = drops.get(m["labels"]["stage"], 0) + int(m["value"])
+            m = json.loads(line)  # a counter: its last line holds the total
+            drops[(m["labels"]["stage"], m["labels"].get("plugin", ""))] = int(m["value"])
 t0 = int(rep["read_start_ns"])
 t1 = int(rep["read_end_ns"])
 if end == "sink":
@@ -95,7 +95,7 @@ if end == "sink":
             t1 = int(m[1])
 rate = written / ((t1 - t0) / 1e9) / 1e6
 lost = sum(drops.values())
-stages = " + ".join(f"{k} {v}" for k, v in sorted(drops.items())) or "none"
+stages = " + ".join(f"{k[0]} {v}" for k, v in sorted(drops.items())) or "none"
 ok = produced == written + lost
 print(f"{name:10} {rate:8.2f} M events/s written   produced {produced} = written {written}"
       f" + dropped {lost} ({stages}): {'exact' if ok else 'MISCOUNT'}")

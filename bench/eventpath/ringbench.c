@@ -191,6 +191,10 @@ static int rb_attach(void *state)
 			     (unsigned long long)b->produced);
 		return err;
 	}
+	/* The loop may read the last record before the producer stores its
+	 * count; no record follows to wake it, so a timer re-checks. */
+	if ((err = b->host->add_timer(b->inst, 50, 1)))
+		return err;
 	if ((err = pthread_create(&b->producer, NULL, producer_thread, b)))
 		return -err;
 	b->producing = true;
