@@ -16,6 +16,7 @@
 
 #include "ntcore/plugin.h"
 #include "nccl_state.h"
+#include "ksym.h"
 #include "nvl_events.h"
 #include "nvl_metrics.h"
 #include "nvlink.h"
@@ -101,6 +102,7 @@ struct nvl {
 	uint64_t probes;
 	uint64_t drops_reported;
 	uint64_t fence_reported[4];
+	struct nvl_ksyms ksyms;     /* names of fence drivers' functions */
 	/* NCCL */
 	struct nvl_comms comms;
 	struct nvl_groups groups;

@@ -45,8 +45,8 @@ static const struct nt_field lib_fields[] = {
 #define WF(m, t, u, d) NT_FIELD(struct nvl_ev_fence_wait, m, t, u, d)
 static const struct nt_field fence_fields[] = {
 	WF(duration_ns, NT_F_U64, "ns", "wait_start to wait_end"),
-	WF(driver, NT_F_STR, "", "fence driver"),
-	WF(timeline, NT_F_STR, "", "fence timeline"),
+	WF(driver, NT_F_STR, "", "fence driver: the module of its get_driver_name, or that function"),
+	WF(timeline, NT_F_STR, "", "the driver function that names the fence's timeline"),
 	WF(context, NT_F_U64, "", "fence context"),
 	WF(seqno, NT_F_U64, "", "fence sequence number"),
 };

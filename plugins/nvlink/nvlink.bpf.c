@@ -283,22 +283,12 @@ static __always_inline void fence_count(__u32 kind)
 		(*n)++;
 }
 
-static __always_inline void fence_strings(struct trace_event_raw_dma_fence *ctx,
-					  struct nvl_raw_fence *r)
-{
-	__u32 d = BPF_CORE_READ(ctx, __data_loc_driver) & 0xffff;
-	__u32 t = BPF_CORE_READ(ctx, __data_loc_timeline) & 0xffff;
-
-	if (bpf_probe_read_kernel_str(r->driver, sizeof(r->driver),
-				      (void *)ctx + d) < 0)
-		r->driver[0] = 0;
-	if (bpf_probe_read_kernel_str(r->timeline, sizeof(r->timeline),
-				      (void *)ctx + t) < 0)
-		r->timeline[0] = 0;
-}
-
-static __always_inline int fence_record(struct trace_event_raw_dma_fence *ctx,
-					__u32 kind, __u64 latency)
+/* The driver's get_driver_name and get_timeline_name functions: user
+ * space names the driver by the module (or function) that holds them. The
+ * typed tracepoint has no strings, and a raw tracepoint link goes without
+ * the grace period a perf-event tracepoint's release waits for. */
+static __always_inline int fence_record(struct dma_fence *fence, __u32 kind,
+					__u64 latency)
 {
 	struct nvl_raw_fence *r;
 	__u32 zero = 0;
@@ -308,30 +298,30 @@ static __always_inline int fence_record(struct trace_event_raw_dma_fence *ctx,
 		return 0;
 	nt_hdr_current(&r->hdr, NVL_RAW_FENCE, sizeof(*r));
 	r->latency_ns = latency;
-	r->context = BPF_CORE_READ(ctx, context);
-	r->seqno = BPF_CORE_READ(ctx, seqno);
+	r->context = BPF_CORE_READ(fence, context);
+	r->seqno = BPF_CORE_READ(fence, seqno);
 	r->kind = kind;
 	r->pad = 0;
-	fence_strings(ctx, r);
+	r->driver_fn = (__u64)BPF_CORE_READ(fence, ops, get_driver_name);
+	r->timeline_fn = (__u64)BPF_CORE_READ(fence, ops, get_timeline_name);
 	output_lazy(r, sizeof(*r));
 	return 0;
 }
 
-static __always_inline struct nvl_fence_key
-fence_key(struct trace_event_raw_dma_fence *ctx)
+static __always_inline struct nvl_fence_key fence_key(struct dma_fence *fence)
 {
 	struct nvl_fence_key k = {
-		.context = BPF_CORE_READ(ctx, context),
-		.seqno = BPF_CORE_READ(ctx, seqno),
+		.context = BPF_CORE_READ(fence, context),
+		.seqno = BPF_CORE_READ(fence, seqno),
 	};
 
 	return k;
 }
 
-SEC("tracepoint/dma_fence/dma_fence_emit")
-int on_fence_emit(struct trace_event_raw_dma_fence *ctx)
+SEC("tp_btf/dma_fence_emit")
+int BPF_PROG(on_fence_emit, struct dma_fence *fence)
 {
-	struct nvl_fence_key k = fence_key(ctx);
+	struct nvl_fence_key k = fence_key(fence);
 	__u64 now = bpf_ktime_get_ns();
 
 	fence_count(NVL_FENCE_EMIT);
@@ -339,10 +329,10 @@ int on_fence_emit(struct trace_event_raw_dma_fence *ctx)
 	return 0;
 }
 
-SEC("tracepoint/dma_fence/dma_fence_signaled")
-int on_fence_signaled(struct trace_event_raw_dma_fence *ctx)
+SEC("tp_btf/dma_fence_signaled")
+int BPF_PROG(on_fence_signaled, struct dma_fence *fence)
 {
-	struct nvl_fence_key k = fence_key(ctx);
+	struct nvl_fence_key k = fence_key(fence);
 	__u64 *t = bpf_map_lookup_elem(&fence_emit, &k);
 	__u64 latency = 0;
 
@@ -351,11 +341,11 @@ int on_fence_signaled(struct trace_event_raw_dma_fence *ctx)
 		latency = bpf_ktime_get_ns() - *t;
 		bpf_map_delete_elem(&fence_emit, &k);
 	}
-	return fence_record(ctx, NVL_FENCE_SIGNALED, latency);
+	return fence_record(fence, NVL_FENCE_SIGNALED, latency);
 }
 
-SEC("tracepoint/dma_fence/dma_fence_wait_start")
-int on_fence_wait_start(struct trace_event_raw_dma_fence *ctx)
+SEC("tp_btf/dma_fence_wait_start")
+int BPF_PROG(on_fence_wait_start, struct dma_fence *fence)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tid = (__u32)id;
@@ -367,8 +357,8 @@ int on_fence_wait_start(struct trace_event_raw_dma_fence *ctx)
 	return 0;
 }
 
-SEC("tracepoint/dma_fence/dma_fence_wait_end")
-int on_fence_wait_end(struct trace_event_raw_dma_fence *ctx)
+SEC("tp_btf/dma_fence_wait_end")
+int BPF_PROG(on_fence_wait_end, struct dma_fence *fence)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -380,7 +370,7 @@ int on_fence_wait_end(struct trace_event_raw_dma_fence *ctx)
 		return 0;
 	latency = bpf_ktime_get_ns() - *t;
 	bpf_map_delete_elem(&fence_wait, &tid);
-	return fence_record(ctx, NVL_FENCE_WAIT_END, latency);
+	return fence_record(fence, NVL_FENCE_WAIT_END, latency);
 }
 
 /* ------------------------------------------------------------------ */

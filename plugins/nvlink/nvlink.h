@@ -124,8 +124,8 @@ struct nvl_raw_fence {
 	__u64 seqno;
 	__u32 kind;              /* NVL_FENCE_SIGNALED or NVL_FENCE_WAIT_END */
 	__u32 pad;
-	char driver[NVL_STR_LEN];
-	char timeline[NVL_STR_LEN];
+	__u64 driver_fn;         /* fence->ops->get_driver_name (kernel address) */
+	__u64 timeline_fn;       /* fence->ops->get_timeline_name */
 };
 
 struct nvl_raw_xid {

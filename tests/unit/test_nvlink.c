@@ -4,13 +4,17 @@
  * to the published nvml.h facts, independently of the declarations the
  * plugin and the stand-in share), NCCL argument decoding and byte
  * conventions, communicator numbering and the hang check, the XID table,
- * and the NVML loader against the stand-in library.
+ * the NVML loader against the stand-in library, and the kallsyms names
+ * given to dma_fence drivers.
  */
 #include <check.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ksym.h"
 #include "nccl_model.h"
 #include "nccl_state.h"
 #include "nvml_api.h"
@@ -323,6 +327,46 @@ START_TEST(test_xid_table)
 }
 END_TEST
 
+/* Fence drivers are named from kallsyms: the module, else the function;
+ * an address not listed becomes hex; answers are cached. */
+START_TEST(test_ksym_names)
+{
+	char path[] = "/tmp/ntcore-test-kallsyms.XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	struct nvl_ksyms c = { .path = path };
+	struct nvl_ksym k;
+	const struct nvl_ksym *e;
+
+	ck_assert_ptr_nonnull(f);
+	fputs("ffffffff81da4e70 T __traceiter_dma_fence_emit\n"
+	      "ffffffff81da5000 t dma_fence_stub_get_name\n"
+	      "ffffffffc0a1b2c0 t amdgpu_fence_get_driver_name\t[amdgpu]\n", f);
+	fclose(f);
+	ck_assert(nvl_ksym_parse_line("ffffffffc0a1b2c0 t amdgpu_fence_get_driver_name\t[amdgpu]\n",
+				      0xffffffffc0a1b2c0ull, &k));
+	ck_assert_str_eq(k.func, "amdgpu_fence_get_driver_name");
+	ck_assert_str_eq(k.module, "amdgpu");
+	ck_assert(!nvl_ksym_parse_line("ffffffffc0a1b2c0 t x\n", 0xffffffffc0a1b2c1ull, &k));
+	ck_assert(!nvl_ksym_parse_line("garbage\n", 0, &k));
+
+	e = nvl_ksym_find(&c, 0xffffffffc0a1b2c0ull);
+	ck_assert_str_eq(nvl_ksym_driver(e), "amdgpu");
+	e = nvl_ksym_find(&c, 0xffffffff81da5000ull);
+	ck_assert_str_eq(nvl_ksym_driver(e), "dma_fence_stub_get_name");
+	ck_assert_str_eq(e->module, "");
+	e = nvl_ksym_find(&c, 0xffffffff81000001ull);
+	ck_assert_str_eq(nvl_ksym_driver(e), "0xffffffff81000001");
+	e = nvl_ksym_find(&c, 0);
+	ck_assert_str_eq(nvl_ksym_driver(e), "");
+	ck_assert_uint_eq(c.n, 3);
+	unlink(path); /* cached: no second read */
+	e = nvl_ksym_find(&c, 0xffffffffc0a1b2c0ull);
+	ck_assert_str_eq(nvl_ksym_driver(e), "amdgpu");
+	ck_assert_uint_eq(c.n, 3);
+}
+END_TEST
+
 START_TEST(test_nvml_loader)
 {
 	struct nvml_lib l;
@@ -361,6 +405,7 @@ static Suite *nvlink_suite(void)
 	tcase_add_test(tc, test_groups);
 	tcase_add_test(tc, test_xid_table);
 	tcase_add_test(tc, test_nvml_loader);
+	tcase_add_test(tc, test_ksym_names);
 	suite_add_tcase(s, tc);
 	return s;
 }
