@@ -46,6 +46,7 @@ struct exe_id {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, 16384);
 	__type(key, struct exe_id);
 	__type(value, __u8);
@@ -54,6 +55,7 @@ struct {
 /* openat of a matching library: path kept from enter to exit, per thread. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, NT_LIBLOAD_REC);

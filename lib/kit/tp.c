@@ -25,11 +25,13 @@ int nt_tp_mode_parse(const char *text)
 void nt_vmlinux_get(const struct nt_host *host, struct nt_instance *inst,
 		    struct nt_vmlinux *vm)
 {
+	/* Not host->vmlinux_btf: that pins the parse (5 MB) for the whole run.
+	 * Under the daemon btf__load_vmlinux_btf is the run's one shared parse
+	 * (core/btfshare.c), freed once every object is loaded; elsewhere it
+	 * parses for this caller alone. */
+	(void)host;
+	(void)inst;
 	*vm = (struct nt_vmlinux){0};
-	if (NT_HOST_HAS(host, vmlinux_btf)) {
-		vm->btf = host->vmlinux_btf(inst);
-		return;
-	}
 	vm->owned = btf__load_vmlinux_btf(); /* NULL without kernel BTF */
 	vm->btf = vm->owned;
 }

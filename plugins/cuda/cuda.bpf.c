@@ -107,6 +107,7 @@ struct {
 /* Current device per thread (cudaSetDevice / cuCtxSetCurrent). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, 65536);
 	__type(key, __u32);
 	__type(value, __s32);
@@ -147,6 +148,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, 16384);
 	__type(key, struct nt_cuda_fn_key);
 	__type(value, struct nt_cuda_fn_stats);

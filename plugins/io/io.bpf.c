@@ -48,6 +48,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, 16384);
 	__type(key, struct io_key);
 	__type(value, struct io_stats);

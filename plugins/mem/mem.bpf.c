@@ -56,6 +56,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, NT_TARGETS_MAX);
 	__type(key, __u32);
 	__type(value, struct mem_heap_stats);

@@ -44,6 +44,7 @@ const volatile bool port_filter_on = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, 65536); /* max_connections */
 	__type(key, __u64);
 	__type(value, struct net_conn);
@@ -51,6 +52,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	NT_MAP_LAZY;
 	__uint(max_entries, 16384);
 	__type(key, struct net_proc_key);
 	__type(value, struct net_proc);

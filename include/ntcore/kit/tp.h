@@ -9,11 +9,14 @@
  * then bpf_program__set_autoload() the chosen flavour on and the other off,
  * before load.
  *
- * The kernel's BTF (a few MB to parse) is parsed once per daemon run: a 1.2
- * host hands every plugin the same parsed copy (host->vmlinux_btf), and
- * nt_vmlinux_get falls back to parsing it for the plugin alone on an older
- * host. Lookups use that handle, never libbpf_find_vmlinux_btf_id() (which
- * parses the whole BTF again on every call).
+ * The kernel's BTF (a few MB to parse) is parsed once per daemon run:
+ * nt_vmlinux_get takes the daemon's shared parse through
+ * btf__load_vmlinux_btf (core/btfshare.c), which is freed once every BPF
+ * object is loaded, so call it around load, not later (host->vmlinux_btf
+ * would keep it, 5 MB, for the whole run); outside the daemon it parses
+ * for the caller alone. Lookups use that handle, never
+ * libbpf_find_vmlinux_btf_id() (which parses the whole BTF again on every
+ * call).
  *
  *   struct nt_vmlinux vm;
  *   struct nt_tp_prog progs[] = {
@@ -73,9 +76,9 @@ struct nt_tp_prog {
 	bool loaded;             /* out: a program of it will be loaded */
 };
 
-/* The kernel's BTF for lookups: the host's shared copy when it has one
- * (`owned` NULL), else parsed here (`owned`, freed by nt_vmlinux_put).
- * btf is NULL on a kernel without BTF. */
+/* The kernel's BTF for lookups (`owned`, let go by nt_vmlinux_put: under
+ * the daemon that only drops this use of the shared parse). btf is NULL
+ * on a kernel without BTF. */
 struct nt_vmlinux {
 	const struct btf *btf;
 	struct btf *owned;
