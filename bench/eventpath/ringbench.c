@@ -23,6 +23,7 @@
 
 #include "ntcore/bpf.h"
 #include "ntcore/kit/cfg.h"
+#include "ntcore/kit/ring.h"
 #include "ntcore/plugin.h"
 
 #include "ringbench.bpf.skel.h"
@@ -72,7 +73,7 @@ struct rb {
 	const struct rb_cfg *cfg;
 	int type;
 	struct ringbench_bpf *skel;
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	pthread_t producer;
 	bool producing;
 	uint64_t produced;          /* atomic: records asked of the BPF program */
@@ -181,8 +182,8 @@ static int rb_attach(void *state)
 	bpf_map__set_max_entries(b->skel->maps.events, (uint32_t)ring);
 	if ((err = ringbench_bpf__load(b->skel)))
 		return err;
-	err = nt_bpf_ring_open(b->host, b->inst, b->skel->maps.events, on_record,
-			       b, 0, &b->rb);
+	err = nt_ring_open(b->host, b->inst, b->skel->maps.events, on_record,
+			   b, 0, &b->rb);
 	if (err)
 		return err;
 	if (b->cfg->prefill) {
@@ -215,7 +216,7 @@ static int rb_poll(void *state, uint32_t token, uint32_t budget)
 	(void)budget;
 	if (!b->read_start_ns)
 		b->read_start_ns = mono_ns();
-	n = ring_buffer__consume(b->rb);
+	n = nt_ring_consume(b->rb);
 	if (n < 0)
 		return n;
 	if (!b->done &&
@@ -258,7 +259,7 @@ static void rb_detach(void *state)
 
 	rb_quiesce(b); /* a core without quiesce: here, after its last read */
 	rb_flush(b);
-	ring_buffer__free(b->rb);
+	nt_ring_free(b->rb);
 	b->rb = NULL;
 	ringbench_bpf__destroy(b->skel);
 	b->skel = NULL;

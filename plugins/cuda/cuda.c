@@ -189,8 +189,8 @@ static int cuda_attach(void *state)
 		goto fail;
 	s = c->skel;
 	cuda_attach_discovery(c);
-	err = nt_bpf_ring_open(c->host, c->inst, s->maps.events, on_record, c,
-			       TOK_RING, &c->rb);
+	err = nt_ring_open(c->host, c->inst, s->maps.events, on_record, c,
+			   TOK_RING, &c->rb);
 	if (err)
 		goto fail;
 
@@ -242,7 +242,7 @@ static int cuda_poll(void *state, uint32_t token, uint32_t budget)
 	if (!c->rb)
 		return 0;
 	if (token == TOK_RING) {
-		n = ring_buffer__consume(c->rb);
+		n = nt_ring_consume(c->rb);
 		if (n < 0)
 			return n;
 	} else if (token == TOK_TICK) {
@@ -250,7 +250,7 @@ static int cuda_poll(void *state, uint32_t token, uint32_t budget)
 		if (c->skel->bss->handover && c->tick >= c->handover_until)
 			c->skel->bss->handover = false;
 		reap_dead(c, false);
-		ring_buffer__consume(c->rb);
+		nt_ring_consume(c->rb);
 		sync_launches(c, 0, NULL, NULL);
 		sync_fns(c, 0);
 		nt_bpf_report_drops(c->host, c->inst,
@@ -276,7 +276,7 @@ static void cuda_flush(void *state)
 
 	if (!c->rb)
 		return;
-	ring_buffer__consume(c->rb);
+	nt_ring_consume(c->rb);
 	sync_launches(c, 0, NULL, NULL);
 	sync_fns(c, 0);
 	log_kname_offset(c, false);
@@ -289,7 +289,7 @@ static void cuda_detach(void *state)
 	struct cuda *c = state;
 
 	if (c->rb) {
-		ring_buffer__consume(c->rb);
+		nt_ring_consume(c->rb);
 		if (c->skel) {
 			sync_launches(c, 0, NULL, NULL);
 			sync_fns(c, 0);
@@ -313,7 +313,7 @@ static void cuda_detach(void *state)
 	free(c->libs);
 	c->libs = NULL;
 	c->nlibs = c->caplibs = 0;
-	ring_buffer__free(c->rb);
+	nt_ring_free(c->rb);
 	c->rb = NULL;
 	if (c->lslots)
 		munmap(c->lslots, c->lslots_len);

@@ -162,7 +162,7 @@ void proc_gone(struct cuda *c, uint32_t pid)
 	struct nt_cuda_proc *p;
 
 	if (c->rb)
-		ring_buffer__consume(c->rb);
+		nt_ring_consume(c->rb);
 	sync_launches(c, pid, &top, &ntop);
 	sync_fns(c, pid);
 	p = nt_cuda_proc_find(&c->st, pid);

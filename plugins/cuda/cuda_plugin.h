@@ -34,6 +34,7 @@
 #include "ntcore/kit/hmap.h"
 #include "ntcore/kit/links.h"
 #include "ntcore/kit/log.h"
+#include "ntcore/kit/ring.h"
 #include "ntcore/plugin.h"
 
 #include "cuda.bpf.skel.h"
@@ -115,7 +116,7 @@ struct cuda {
 	struct nt_cuda_state st;
 	struct cuda_bpf *skel;
 	struct bpf_link *tp_links[3];
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	struct lib *libs;
 	size_t nlibs, caplibs;
 	struct fn_entry *fns;

@@ -168,11 +168,11 @@ static int io_poll(void *state, uint32_t token, uint32_t budget)
 	if (!st->rb)
 		return 0;
 	if (token == IO_TOK_RING) {
-		n = ring_buffer__consume(st->rb);
+		n = nt_ring_consume(st->rb);
 		return n < 0 ? 0 : n;
 	}
 	if (token == IO_TOK_TIMER) {
-		ring_buffer__consume(st->rb);
+		nt_ring_consume(st->rb);
 		io_tick(st, false);
 	}
 	return 0;
@@ -183,7 +183,7 @@ static void io_final(struct io_state *st)
 	if (st->final_done || !st->skel || !st->rb)
 		return;
 	st->final_done = true;
-	ring_buffer__consume(st->rb);
+	nt_ring_consume(st->rb);
 	io_tick(st, true);
 }
 
@@ -197,7 +197,7 @@ void io_detach(void *state)
 	struct io_state *st = state;
 
 	io_final(st);
-	ring_buffer__free(st->rb);
+	nt_ring_free(st->rb);
 	st->rb = NULL;
 	io_bpf__destroy(st->skel);
 	st->skel = NULL;

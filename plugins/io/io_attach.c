@@ -138,8 +138,8 @@ int io_attach(void *state)
 	if (!err)
 		err = load_and_attach(st);
 	if (!err)
-		err = nt_bpf_ring_open(h, st->inst, st->skel->maps.events,
-				       io_on_record, st, IO_TOK_RING, &st->rb);
+		err = nt_ring_open(h, st->inst, st->skel->maps.events,
+				   io_on_record, st, IO_TOK_RING, &st->rb);
 	if (err)
 		goto fail;
 	err = h->add_timer(st->inst, (uint64_t)st->cfg->interval_ms,

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "ntcore/kit/hmap.h"
+#include "ntcore/kit/ring.h"
 #include "ntcore/kit/sb.h"
 #include "ntcore/kit/topn.h"
 #include "ntcore/plugin.h"
@@ -61,7 +62,7 @@ enum io_metric {
 };
 
 struct io_bpf;
-struct ring_buffer;
+struct nt_ring;
 
 struct io_state {
 	struct nt_instance *inst;
@@ -74,7 +75,7 @@ struct io_state {
 	size_t n_devs;
 
 	struct io_bpf *skel;
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	int ncpu;
 	uint64_t drops_reported, full_reported;
 	uint64_t last_report_ms;

@@ -164,7 +164,7 @@ static int mem_poll(void *state, uint32_t token, uint32_t budget)
 	if (token == TOKEN_RING) {
 		uint64_t now;
 
-		n = ring_buffer__consume(st->rb);
+		n = nt_ring_consume(st->rb);
 		if (n < 0)
 			return n;
 		/* Exits are batched: each batch scans the allocs map once. */
@@ -177,7 +177,7 @@ static int mem_poll(void *state, uint32_t token, uint32_t budget)
 		if (st->n_retry)
 			mem_retry_stacks(st);
 	} else if (token == TOKEN_TICK) {
-		ring_buffer__consume(st->rb);
+		nt_ring_consume(st->rb);
 		mem_tick(st);
 	}
 	return n;
@@ -199,7 +199,7 @@ static void mem_flush(void *state)
 	if (!st->skel || !st->rb)
 		return;
 	st->sym_budget = SYM_BUDGET;
-	ring_buffer__consume(st->rb);
+	nt_ring_consume(st->rb);
 	if (st->n_retry)
 		mem_retry_stacks(st);
 	mem_finalize_pending(st);
@@ -212,7 +212,7 @@ static void mem_detach(void *state)
 	uint64_t t0 = nt_clock_mono_ns();
 
 	if (st->skel && st->rb) {
-		ring_buffer__consume(st->rb);
+		nt_ring_consume(st->rb);
 		mem_finalize_pending(st);
 	}
 	for (size_t i = 0; i < st->n_procs; i++)
@@ -226,7 +226,7 @@ static void mem_detach(void *state)
 	free(st->tlinks);
 	st->tlinks = NULL;
 	st->n_tlinks = 0;
-	ring_buffer__free(st->rb);
+	nt_ring_free(st->rb);
 	st->rb = NULL;
 	mem_bpf__destroy(st->skel);
 	st->skel = NULL;

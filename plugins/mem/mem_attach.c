@@ -226,8 +226,8 @@ static int open_ring_and_timers(struct mem_state *st, bool heap)
 	const struct mem_config *c = st->cfg;
 	int err;
 
-	if ((err = nt_bpf_ring_open(st->host, st->inst, st->skel->maps.events,
-				    mem_on_record, st, TOKEN_RING, &st->rb)) ||
+	if ((err = nt_ring_open(st->host, st->inst, st->skel->maps.events,
+				mem_on_record, st, TOKEN_RING, &st->rb)) ||
 	    (err = st->host->add_timer(st->inst, (uint64_t)c->interval_ms, TOKEN_TICK)))
 		return err;
 	if (heap && c->stacks &&

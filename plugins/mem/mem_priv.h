@@ -23,13 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ntcore/kit/ring.h"
 #include "ntcore/plugin.h"
 
 #include "mem.h"
 #include "mem_logic.h"
 
 struct bpf_link;
-struct ring_buffer;
+struct nt_ring;
 struct nt_linkset;
 struct mem_bpf;
 
@@ -151,7 +152,7 @@ struct mem_state {
 	const struct nt_host *host;
 	const struct mem_config *cfg;
 	struct mem_bpf *skel;
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	uint32_t fn_mask;
 	bool heap_on;      /* heap probes wanted */
 	bool per_pid;      /* uprobes bound to target pids (else pid -1) */

@@ -200,11 +200,11 @@ static int net_poll(void *state, uint32_t token, uint32_t budget)
 	if (!st->rb)
 		return 0;
 	if (token == NET_TOK_RING) {
-		n = ring_buffer__consume(st->rb);
+		n = nt_ring_consume(st->rb);
 		return n < 0 ? 0 : n;
 	}
 	if (token == NET_TOK_TIMER) {
-		ring_buffer__consume(st->rb);
+		nt_ring_consume(st->rb);
 		net_tick(st, false);
 	}
 	return 0;
@@ -218,7 +218,7 @@ static void net_final(struct net_state *st)
 	if (st->final_done || !st->skel || !st->rb)
 		return;
 	st->final_done = true;
-	ring_buffer__consume(st->rb);
+	nt_ring_consume(st->rb);
 	net_walk_conns(st, NULL, true);
 	net_tick(st, true);
 }
@@ -233,7 +233,7 @@ void net_detach(void *state)
 	struct net_state *st = state;
 
 	net_final(st);
-	ring_buffer__free(st->rb);
+	nt_ring_free(st->rb);
 	st->rb = NULL;
 	bpf_link__destroy(st->cg_link);
 	st->cg_link = NULL;

@@ -143,8 +143,8 @@ int net_attach(void *state)
 		goto fail;
 	if (st->cfg->udp)
 		hook_sock_release(st);
-	err = nt_bpf_ring_open(h, st->inst, st->skel->maps.events,
-			       net_on_record, st, NET_TOK_RING, &st->rb);
+	err = nt_ring_open(h, st->inst, st->skel->maps.events,
+			   net_on_record, st, NET_TOK_RING, &st->rb);
 	if (err)
 		goto fail;
 	err = h->add_timer(st->inst, (uint64_t)st->cfg->interval_ms,

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "ntcore/kit/hmap.h"
+#include "ntcore/kit/ring.h"
 #include "ntcore/kit/sb.h"
 #include "ntcore/kit/topn.h"
 #include "ntcore/plugin.h"
@@ -57,7 +58,7 @@ enum net_metric {
 };
 
 struct net_bpf;
-struct ring_buffer;
+struct nt_ring;
 struct bpf_link;
 
 struct net_state {
@@ -70,7 +71,7 @@ struct net_state {
 	int n_ports;
 
 	struct net_bpf *skel;
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	struct bpf_link *cg_link;
 	uint64_t drops_reported;
 	uint64_t map_full_reported;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ntcore/kit/ring.h"
 #include "ntcore/plugin.h"
 #include "nccl_state.h"
 #include "ksym.h"
@@ -24,7 +25,7 @@
 #include "nvml_poll.h"
 
 struct nvlink_bpf;
-struct ring_buffer;
+struct nt_ring;
 struct bpf_link;
 
 struct nvl_cfg {
@@ -93,7 +94,7 @@ struct nvl {
 	uint32_t xid_next;
 	/* BPF */
 	struct nvlink_bpf *skel;
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	struct bpf_link *tp[NVL_TP_MAX];
 	size_t ntp;
 	bool multi;

@@ -204,8 +204,8 @@ static int bpf_attach(struct nvl *s)
 			nt_log_warn(s, "library discovery not attached: a libnccl loaded later is missed");
 	}
 	nvl_kernel_attach(s);
-	err = nt_bpf_ring_open(s->host, s->inst, s->skel->maps.events, on_record, s,
-			       TOK_RING, &s->rb);
+	err = nt_ring_open(s->host, s->inst, s->skel->maps.events, on_record, s,
+			   TOK_RING, &s->rb);
 	if (err)
 		return err;
 	if (s->cfg->nccl)
@@ -243,12 +243,12 @@ static int nvl_poll(void *state, uint32_t token, uint32_t budget)
 
 	(void)budget;
 	if (token == TOK_RING && s->rb) {
-		n = ring_buffer__consume(s->rb);
+		n = nt_ring_consume(s->rb);
 	} else if (token == TOK_NVML && s->nvml) {
 		nvl_nvml_drain(s);
 	} else if (token == TOK_TICK) {
 		if (s->rb)
-			ring_buffer__consume(s->rb);
+			nt_ring_consume(s->rb);
 		nvl_nccl_tick(s);
 		nvl_kernel_tick(s);
 		if (s->skel)
@@ -268,7 +268,7 @@ static void nvl_consume(void *state, const struct nt_event_hdr *ev,
 		return;
 	/* its last NCCL records may still wait in our ring: read them first */
 	if (s->rb)
-		ring_buffer__consume(s->rb);
+		nt_ring_consume(s->rb);
 	nvl_nccl_forget_pid(s, ev->pid);
 }
 
@@ -277,7 +277,7 @@ static void nvl_flush(void *state)
 	struct nvl *s = state;
 
 	if (s->rb)
-		ring_buffer__consume(s->rb);
+		nt_ring_consume(s->rb);
 	nvl_nccl_tick(s);
 	nvl_kernel_tick(s);
 	if (s->nvml)
@@ -296,12 +296,12 @@ static void nvl_detach(void *state)
 		s->box = NULL;
 	}
 	if (s->rb)
-		ring_buffer__consume(s->rb);
+		nt_ring_consume(s->rb);
 	nvl_nccl_release(s);
 	for (size_t i = 0; i < s->ntp; i++)
 		bpf_link__destroy(s->tp[i]);
 	s->ntp = 0;
-	ring_buffer__free(s->rb);
+	nt_ring_free(s->rb);
 	s->rb = NULL;
 	nvlink_bpf__destroy(s->skel);
 	s->skel = NULL;

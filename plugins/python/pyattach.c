@@ -45,7 +45,7 @@ void py_detach(void *state)
 	bpf_link__destroy(st->l_switch);
 	bpf_link__destroy(st->l_exec);
 	st->l_switch = st->l_exec = NULL;
-	ring_buffer__free(st->rb);
+	nt_ring_free(st->rb);
 	st->rb = NULL;
 	python_bpf__destroy(st->skel);
 	st->skel = NULL;
@@ -242,8 +242,8 @@ int py_attach(void *state)
 	err = attach_one(st, st->skel->progs.py_exec, &st->l_exec, "sched_process_exec");
 	if (err)
 		goto fail;
-	err = nt_bpf_ring_open(st->host, st->inst, st->skel->maps.py_events, on_ring,
-			       st, TOK_RING, &st->rb);
+	err = nt_ring_open(st->host, st->inst, st->skel->maps.py_events, on_ring,
+			   st, TOK_RING, &st->rb);
 	if (err || (err = add_timers(st)))
 		goto fail;
 	start_sampling(st);

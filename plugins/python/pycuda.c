@@ -285,7 +285,7 @@ void on_cuda_launch(struct py_plugin *st, const struct nt_event_hdr *ev,
 	/* our own records up to now first: the samples and idle walks of the
 	 * time of the launch may still wait in the ring (batched wake-ups) */
 	if (st->rb)
-		ring_buffer__consume(st->rb);
+		nt_ring_consume(st->rb);
 	join_pick(st, p, ev, &jr);
 	if (launch)
 		count_join(p, ev, &jr);

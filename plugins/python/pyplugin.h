@@ -25,6 +25,7 @@
 
 #include "ntcore/kit/clock.h"
 #include "ntcore/kit/log.h"
+#include "ntcore/kit/ring.h"
 #include "ntcore/plugin.h"
 
 #include "python.bpf.skel.h"
@@ -157,7 +158,7 @@ struct py_plugin {
 	struct nt_metric *m[M_N];
 
 	struct python_bpf *skel;
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	struct bpf_link **perf_links;
 	int *perf_fds;
 	int n_cpus;

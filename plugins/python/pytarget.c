@@ -352,7 +352,7 @@ void proc_gone(struct py_plugin *st, uint32_t pid)
 		uint64_t all = 0;
 		struct py_func_row row;
 
-		ring_buffer__consume(st->rb);
+		nt_ring_consume(st->rb);
 		publish_all(st, pid);
 		py_agg_top(st->agg, pid, 1, &row, &all);
 		/* No line for a Python that never ran long enough to be

@@ -127,7 +127,7 @@ static int py_poll(void *state, uint32_t token, uint32_t budget)
 		return 0;
 	switch (token) {
 	case TOK_RING:
-		n = ring_buffer__consume(st->rb);
+		n = nt_ring_consume(st->rb);
 		if (n < 0 && n != -EINTR) {
 			nt_log_warn(st, "ring buffer: %s",
 				      strerror(-n));
@@ -135,14 +135,14 @@ static int py_poll(void *state, uint32_t token, uint32_t budget)
 		}
 		break;
 	case TOK_DRAIN:
-		n = ring_buffer__consume(st->rb);
+		n = nt_ring_consume(st->rb);
 		break;
 	case TOK_TICK:
-		n = ring_buffer__consume(st->rb);
+		n = nt_ring_consume(st->rb);
 		tick(st);
 		break;
 	case TOK_REPORT:
-		ring_buffer__consume(st->rb);
+		nt_ring_consume(st->rb);
 		publish_all(st, 0);
 		break;
 	}
@@ -217,7 +217,7 @@ static void py_flush(void *state)
 
 	if (!st->skel)
 		return;
-	ring_buffer__consume(st->rb);
+	nt_ring_consume(st->rb);
 	publish_all(st, 0);
 	read_stats(st);
 }

@@ -202,8 +202,8 @@ int sched_attach(void *state)
 			goto fail;
 		}
 	}
-	err = nt_bpf_ring_open(h, st->inst, st->skel->maps.events, sched_on_ring, st,
-			       TOK_RING, &st->rb);
+	err = nt_ring_open(h, st->inst, st->skel->maps.events, sched_on_ring, st,
+			   TOK_RING, &st->rb);
 	if (err)
 		goto fail;
 	err = h->add_timer(st->inst, (uint64_t)c->interval_ms, TOK_TICK);
@@ -230,7 +230,7 @@ void sched_detach(void *state)
 {
 	struct sched_state *st = state;
 
-	ring_buffer__free(st->rb);
+	nt_ring_free(st->rb);
 	st->rb = NULL;
 	for (int i = 0; i < NPROG; i++) {
 		bpf_link__destroy(st->links[i]);

@@ -24,6 +24,7 @@
 
 #include <linux/types.h>
 
+#include "ntcore/kit/ring.h"
 #include "ntcore/plugin.h"
 
 #include "sched.h"
@@ -31,7 +32,7 @@
 
 struct bpf_link;
 struct bpf_program;
-struct ring_buffer;
+struct nt_ring;
 struct sched_bpf;
 
 /* Label names of the metric families (sched_schema.c) and of their
@@ -103,7 +104,7 @@ struct sched_state {
 	struct sched_bpf *skel;
 	struct bpf_link *links[NPROG];
 	__u64 prog_runs[NPROG], prog_ns[NPROG]; /* kernel stats already counted */
-	struct ring_buffer *rb;
+	struct nt_ring *rb;
 	bool btf;
 	bool batch_ok;
 

@@ -72,7 +72,7 @@ int sched_ring_drain(struct sched_state *st, uint32_t budget)
 		return 0;
 	st->ring_budget = budget ? budget : 1;
 	st->ring_n = 0;
-	err = ring_buffer__consume(st->rb);
+	err = nt_ring_consume(st->rb);
 	if (err < 0 && err != -EAGAIN)
 		nt_log_warn(st, "ring buffer: %s",
 			      strerror(-err));
