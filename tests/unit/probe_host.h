@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A stand-in host for unit tests of a probe's ring handler (tests/unit/
- * test_io.c, test_net.c): no daemon, no kernel. Synthetic ring records are
- * fed to the plugin's callback; this host keeps what the callback did: the
- * events it published (copies), the drops it counted per stage, and the
- * metric updates it made (family name, label values, value). Static
- * functions: each test program compiles its own copy. Not thread-safe.
+ * The stand-in host for unit tests of a probe's ring handler (tests/unit/
+ * test_io.c, test_net.c, test_mem_ring.c, test_sched_ring.c): no daemon, no
+ * kernel. Synthetic ring records are fed to the plugin's callback; this
+ * host keeps what the callback did: the events it published (copies), the
+ * drops it counted per stage, the warnings it logged, and the metric
+ * updates it made (family, label values, value; also as one series
+ * string). A family comes from the plugin's descriptor (metric_register)
+ * or, for a test that builds the state by hand, from ph_metric(name, n).
+ * Static functions: each test program compiles its own copy. Not
+ * thread-safe.
  */
 #ifndef NTCORE_TEST_PROBE_HOST_H
 #define NTCORE_TEST_PROBE_HOST_H
@@ -21,6 +25,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 
 #define PH_MAX 64
+#define PH_LABELS 4
 
 struct nt_instance {
 	int unused;
@@ -28,12 +33,15 @@ struct nt_instance {
 
 struct nt_metric {
 	const struct nt_metric_desc *desc;
+	struct nt_metric_desc own; /* ph_metric's */
 };
 
 /* One metric update: "family{v1,v2,...}" and its value. */
 struct ph_update {
 	char op[8]; /* "add", "set", "observe", "remove", "hist" */
 	char series[256];
+	const char *family;
+	char labels[PH_LABELS][32]; /* the first values ("" past the family's) */
 	double value;
 };
 
@@ -42,6 +50,8 @@ static struct {
 	void *events[PH_MAX];
 	size_t n_events;
 	uint64_t drops_bpf, drops_other;
+	int warns;
+	char warn[256]; /* the last warning */
 	struct nt_metric metrics[PH_MAX];
 	size_t n_metrics;
 	struct ph_update updates[PH_MAX];
@@ -56,6 +66,21 @@ static void ph_reset(void)
 	PH.n_events = 0;
 	PH.n_updates = 0;
 	PH.drops_bpf = PH.drops_other = 0;
+	PH.warns = 0;
+	PH.warn[0] = '\0';
+}
+
+/* Forget the families too (a test that makes its own with ph_metric). */
+static void ph_reset_all(void)
+{
+	ph_reset();
+	PH.n_metrics = 0;
+}
+
+/* The last event published, or NULL. */
+static const struct nt_event_hdr *ph_last(void)
+{
+	return PH.n_events ? PH.events[PH.n_events - 1] : NULL;
 }
 
 static void ph_log(struct nt_instance *inst, int level, const char *fmt, ...)
@@ -69,9 +94,10 @@ static void ph_vlog(struct nt_instance *inst, int level, const char *fmt,
 		    va_list ap)
 {
 	(void)inst;
-	(void)level;
-	(void)fmt;
-	(void)ap;
+	if (level != NT_LOG_WARN)
+		return;
+	PH.warns++;
+	vsnprintf(PH.warn, sizeof(PH.warn), fmt, ap);
 }
 
 static int ph_register_schema(struct nt_instance *inst,
@@ -107,6 +133,20 @@ static struct nt_metric *ph_metric_register(struct nt_instance *inst,
 	return &PH.metrics[PH.n_metrics++];
 }
 
+/* A family of `n_labels` labels named `name` (a string that outlives the
+ * test), for state a test builds by hand. */
+static struct nt_metric *ph_metric(const char *name, uint32_t n_labels)
+{
+	struct nt_metric *m;
+
+	if (PH.n_metrics == PH_MAX)
+		return NULL;
+	m = &PH.metrics[PH.n_metrics++];
+	m->own = (struct nt_metric_desc){.name = name, .n_labels = n_labels};
+	m->desc = &m->own;
+	return m;
+}
+
 static void ph_update(const char *op, struct nt_metric *m,
 		      const char *const *lv, double value)
 {
@@ -116,7 +156,11 @@ static void ph_update(const char *op, struct nt_metric *m,
 	if (!m || PH.n_updates == PH_MAX)
 		return;
 	u = &PH.updates[PH.n_updates++];
+	memset(u, 0, sizeof(*u));
 	snprintf(u->op, sizeof(u->op), "%s", op);
+	u->family = m->desc->name;
+	for (uint32_t i = 0; i < m->desc->n_labels && i < PH_LABELS; i++)
+		snprintf(u->labels[i], sizeof(u->labels[i]), "%s", lv[i]);
 	pos = (size_t)snprintf(u->series, sizeof(u->series), "%s{",
 			       m->desc->name);
 	for (uint32_t i = 0; i < m->desc->n_labels && pos < sizeof(u->series); i++)
@@ -141,6 +185,11 @@ static void ph_metric_observe(struct nt_metric *m, const char *const *lv,
 			      double v)
 {
 	ph_update("observe", m, lv, v);
+}
+
+static void ph_metric_remove(struct nt_metric *m, const char *const *lv)
+{
+	ph_update("remove", m, lv, 0);
 }
 
 static void ph_count_drop(struct nt_instance *inst, const char *stage,
@@ -183,6 +232,7 @@ static const struct nt_host probe_host = {
 	.metric_add = ph_metric_add,
 	.metric_set = ph_metric_set,
 	.metric_observe = ph_metric_observe,
+	.metric_remove = ph_metric_remove,
 	.count_drop = ph_count_drop,
 };
 
@@ -194,6 +244,23 @@ static int ph_find(const char *op, const char *series)
 		    !strcmp(PH.updates[i].series, series))
 			return (int)i;
 	return -1;
+}
+
+/* The sum of the values of every `op` update to `family` whose label k is
+ * `value` (any labels when value is NULL). */
+static double ph_sum(const char *op, const char *family, unsigned k,
+		     const char *value)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < PH.n_updates; i++) {
+		const struct ph_update *u = &PH.updates[i];
+
+		if (!strcmp(u->op, op) && !strcmp(u->family, family) &&
+		    (!value || (k < PH_LABELS && !strcmp(u->labels[k], value))))
+			sum += u->value;
+	}
+	return sum;
 }
 
 #pragma GCC diagnostic pop

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mem probe: the ring-buffer handler (plugins/mem/mem_ring.c) fed synthetic
- * byte records, with no kernel and no BPF object: a fake host records what
- * the handler publishes, counts and logs. Published records go out whole
+ * byte records, with no kernel and no BPF object: the stand-in host
+ * (probe_host.h) records what the handler publishes, counts and logs. Published records go out whole
  * and unchanged, an OOM kill also counts into its metric and logs, a record
  * longer than its ring slot is dropped and counted, and the internal
  * records (exit, exec, stack, fork) change the state as they should.
@@ -16,7 +16,7 @@
 
 #include "mem_priv.h"
 
-#include "fake_ring_host.h"
+#include "probe_host.h"
 
 enum { T_RSS = 3, T_OOM = 7 };
 
@@ -25,15 +25,15 @@ static struct mem_state st;
 
 static void setup(void)
 {
-	seen.n_labels[M_OOM] = 1; /* pid */
-	fake_reset();
+	ph_reset_all();
 	memset(&st, 0, sizeof(st));
 	memset(&cfg, 0, sizeof(cfg));
-	st.host = &fake_host;
+	st.host = &probe_host;
+	st.inst = &PH.inst;
 	st.cfg = &cfg;
 	st.t_rss = T_RSS;
 	st.t_oom = T_OOM;
-	st.m[M_OOM] = FAKE_METRIC(M_OOM);
+	st.m[M_OOM] = ph_metric("oom", 1); /* pid */
 	mem_symcache_init(&st.syms);
 	mem_groups_init(&st.groups);
 }
@@ -46,6 +46,7 @@ static void teardown(void)
 	free(st.exits);
 	mem_symcache_free(&st.syms);
 	mem_groups_free(&st.groups);
+	ph_reset();
 }
 
 /* A published record: a header and `extra` payload bytes. */
@@ -88,11 +89,11 @@ START_TEST(test_published_whole)
 	size_t n = make_event(rec, T_RSS, 4242, "trainer", 40);
 
 	ck_assert_int_eq(mem_on_record(&st, rec, n), 0);
-	ck_assert_int_eq(seen.published, 1);
-	ck_assert_uint_eq(seen.last_size, n);
-	ck_assert_mem_eq(seen.last, rec, n);
-	ck_assert_int_eq(seen.drops, 0);
-	ck_assert_int_eq(seen.n_adds, 0);
+	ck_assert_uint_eq(PH.n_events, 1);
+	ck_assert_uint_eq(ph_last()->size, n);
+	ck_assert_mem_eq(ph_last(), rec, n);
+	ck_assert_uint_eq(PH.drops_bpf + PH.drops_other, 0);
+	ck_assert_uint_eq(PH.n_updates, 0);
 }
 END_TEST
 
@@ -102,11 +103,11 @@ START_TEST(test_oom_counts_and_logs)
 	size_t n = make_event(rec, T_OOM, 31337, "hog", 16);
 
 	mem_on_record(&st, rec, n);
-	ck_assert_int_eq(seen.published, 1);
-	ck_assert_int_eq(seen.n_adds, 1);
-	ck_assert(fake_added(M_OOM, 0, "31337") == 1);
-	ck_assert_int_eq(seen.warns, 1);
-	ck_assert_str_eq(seen.warn, "OOM killer chose pid 31337 (hog)");
+	ck_assert_uint_eq(PH.n_events, 1);
+	ck_assert_uint_eq(PH.n_updates, 1);
+	ck_assert(ph_sum("add", "oom", 0, "31337") == 1);
+	ck_assert_int_eq(PH.warns, 1);
+	ck_assert_str_eq(PH.warn, "OOM killer chose pid 31337 (hog)");
 }
 END_TEST
 
@@ -118,9 +119,9 @@ START_TEST(test_overlong_dropped)
 	/* The header claims more than the ring handed over. */
 	((struct nt_event_hdr *)rec)->size = (uint32_t)n + 1;
 	mem_on_record(&st, rec, n);
-	ck_assert_int_eq(seen.published, 0);
-	ck_assert_int_eq(seen.drops, 1);
-	ck_assert_str_eq(seen.drop_stage, "bpf");
+	ck_assert_uint_eq(PH.n_events, 0);
+	ck_assert_uint_eq(PH.drops_bpf, 1);
+	ck_assert_uint_eq(PH.drops_other, 0);
 }
 END_TEST
 
@@ -131,8 +132,8 @@ START_TEST(test_short_ignored)
 	/* Shorter than a header, and an internal record cut short. */
 	mem_on_record(&st, rec, sizeof(struct nt_event_hdr) - 1);
 	mem_on_record(&st, rec, sizeof(struct nt_event_hdr));
-	ck_assert_int_eq(seen.published, 0);
-	ck_assert_int_eq(seen.drops, 0);
+	ck_assert_uint_eq(PH.n_events, 0);
+	ck_assert_uint_eq(PH.drops_bpf + PH.drops_other, 0);
 	ck_assert_uint_eq(st.n_exits, 0);
 }
 END_TEST
@@ -147,7 +148,7 @@ START_TEST(test_exit_queued_once_with_comm)
 	ck_assert_uint_eq(st.exits[0], 4000001);
 	ck_assert_uint_eq(st.n_procs, 1);
 	ck_assert_str_eq(st.procs[0]->comm, "worker-3");
-	ck_assert_int_eq(seen.published, 0);
+	ck_assert_uint_eq(PH.n_events, 0);
 }
 END_TEST
 
@@ -176,7 +177,8 @@ START_TEST(test_stack_and_fork_without_work)
 	mem_on_record(&st, &f, sizeof(f));
 	ck_assert_uint_eq(st.n_procs, 0);
 	ck_assert_ptr_null(mem_symcache_get(&st.syms, 9, 12));
-	ck_assert_int_eq(seen.published + seen.drops + seen.warns, 0);
+	ck_assert_uint_eq(PH.n_events + PH.drops_bpf + PH.drops_other, 0);
+	ck_assert_int_eq(PH.warns, 0);
 }
 END_TEST
 

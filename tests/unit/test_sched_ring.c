@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sched probe: the ring-buffer handler (plugins/sched/sched_ring.c) fed
- * synthetic byte records, with no kernel and no BPF object: a fake host
- * records what the handler publishes, counts and adds to metrics. A thread
- * exit record becomes one final sched.thread event and its metric totals, a
+ * synthetic byte records, with no kernel and no BPF object: the stand-in
+ * host (probe_host.h) records what the handler publishes, counts and adds
+ * to metrics. A thread exit record becomes one final sched.thread event and
+ * its metric totals, a
  * process's last exit marks it dead, a second exit notice adds nothing,
  * sched.switch records go out whole, a record longer than its slot is
  * dropped and counted, and the poll's budget stops the read.
@@ -16,7 +17,7 @@
 
 #include "sched_priv.h"
 
-#include "fake_ring_host.h"
+#include "probe_host.h"
 
 enum { T_THREAD = 5, T_SWITCH = 6 };
 
@@ -25,20 +26,26 @@ static struct sched_state st;
 
 static void setup(void)
 {
-	seen.n_labels[M_ON] = seen.n_labels[M_OFF] = seen.n_labels[M_RUNQ] = 3;
-	seen.n_labels[M_CSW] = 2;
-	seen.n_labels[M_MIGR] = 1;
-	fake_reset();
+	static const char *const family[M_N] = {
+		[M_ON] = "on", [M_OFF] = "off", [M_RUNQ] = "runq", [M_CSW] = "csw",
+		[M_MIGR] = "migr",
+	};
+	static const uint32_t n_labels[M_N] = {
+		[M_ON] = 3, [M_OFF] = 3, [M_RUNQ] = 3, [M_CSW] = 2, [M_MIGR] = 1,
+	};
+
+	ph_reset_all();
 	memset(&st, 0, sizeof(st));
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.thread_events = true;
 	cfg.runq_hist = "process";
-	st.host = &fake_host;
+	st.host = &probe_host;
+	st.inst = &PH.inst;
 	st.cfg = &cfg;
 	st.t_thread = T_THREAD;
 	st.t_switch = T_SWITCH;
 	for (int i = 0; i < M_N; i++)
-		st.m[i] = FAKE_METRIC(i);
+		st.m[i] = ph_metric(family[i] ? family[i] : "other", n_labels[i]);
 	ck_assert_int_eq(sched_map_init(&st.threads, 16), 0);
 	ck_assert_int_eq(sched_map_init(&st.procs, 16), 0);
 	st.ring_budget = 1u << 30;
@@ -48,6 +55,7 @@ static void teardown(void)
 {
 	sched_map_fini(&st.threads, free);
 	sched_map_fini(&st.procs, free);
+	ph_reset();
 }
 
 /* Thread 1001 of process 1000 exits at 10 s: first seen at 4 s, 1.5 s on
@@ -83,11 +91,12 @@ static struct sched_exit_rec exit_rec(bool group_dead)
 START_TEST(test_exit_final_event)
 {
 	struct sched_exit_rec r = exit_rec(false);
-	const struct sched_thread_ev *ev = (const void *)seen.last;
+	const struct sched_thread_ev *ev;
 
 	ck_assert_int_eq(sched_on_ring(&st, &r, sizeof(r)), 0);
-	ck_assert_int_eq(seen.published, 1);
-	ck_assert_uint_eq(seen.last_size, sizeof(struct sched_thread_ev));
+	ck_assert_uint_eq(PH.n_events, 1);
+	ev = (const void *)ph_last();
+	ck_assert_uint_eq(ev->hdr.size, sizeof(struct sched_thread_ev));
 	ck_assert_uint_eq(ev->hdr.type, T_THREAD);
 	ck_assert_uint_eq(ev->hdr.pid, 1000);
 	ck_assert_uint_eq(ev->hdr.tid, 1001);
@@ -104,14 +113,14 @@ START_TEST(test_exit_final_event)
 	ck_assert_uint_eq(ev->interval_ns, 6000000000ull);
 	ck_assert_uint_eq(ev->exited, 1);
 	/* Metric totals, labelled pid, tid, comm. */
-	ck_assert(fake_added(M_ON, 1, "1001") == 1.5);
-	ck_assert(fake_added(M_OFF, 1, "1001") == 4.5);
-	ck_assert(fake_added(M_RUNQ, 1, "1001") == 0.002);
-	ck_assert(fake_added(M_CSW, 1, "voluntary") == 7);
-	ck_assert(fake_added(M_CSW, 1, "involuntary") == 3);
-	ck_assert(fake_added(M_MIGR, 0, "1000") == 2);
-	ck_assert_str_eq(seen.adds[0].label[0], "1000");
-	ck_assert_str_eq(seen.adds[0].label[2], "dataloader");
+	ck_assert(ph_sum("add", "on", 1, "1001") == 1.5);
+	ck_assert(ph_sum("add", "off", 1, "1001") == 4.5);
+	ck_assert(ph_sum("add", "runq", 1, "1001") == 0.002);
+	ck_assert(ph_sum("add", "csw", 1, "voluntary") == 7);
+	ck_assert(ph_sum("add", "csw", 1, "involuntary") == 3);
+	ck_assert(ph_sum("add", "migr", 0, "1000") == 2);
+	ck_assert_str_eq(PH.updates[0].labels[0], "1000");
+	ck_assert_str_eq(PH.updates[0].labels[2], "dataloader");
 	ck_assert_uint_eq(st.threads_seen, 1);
 }
 END_TEST
@@ -119,13 +128,13 @@ END_TEST
 START_TEST(test_second_exit_adds_nothing)
 {
 	struct sched_exit_rec r = exit_rec(false);
-	int adds;
+	size_t adds;
 
 	sched_on_ring(&st, &r, sizeof(r));
-	adds = seen.n_adds;
+	adds = PH.n_updates;
 	sched_on_ring(&st, &r, sizeof(r));
-	ck_assert_int_eq(seen.published, 1);
-	ck_assert_int_eq(seen.n_adds, adds);
+	ck_assert_uint_eq(PH.n_events, 1);
+	ck_assert_uint_eq(PH.n_updates, adds);
 }
 END_TEST
 
@@ -136,7 +145,7 @@ START_TEST(test_group_dead_marks_process)
 
 	r.has_stats = 0; /* an untracked thread: no event, the process ends */
 	sched_on_ring(&st, &r, sizeof(r));
-	ck_assert_int_eq(seen.published, 0);
+	ck_assert_uint_eq(PH.n_events, 0);
 	p = sched_map_get(&st.procs, 1000);
 	ck_assert_ptr_nonnull(p);
 	ck_assert(p->dead);
@@ -151,8 +160,8 @@ START_TEST(test_no_thread_events)
 
 	cfg.thread_events = false;
 	sched_on_ring(&st, &r, sizeof(r));
-	ck_assert_int_eq(seen.published, 0);
-	ck_assert(fake_added(M_ON, 1, "1001") == 1.5); /* the metrics still count */
+	ck_assert_uint_eq(PH.n_events, 0);
+	ck_assert(ph_sum("add", "on", 1, "1001") == 1.5); /* the metrics still count */
 }
 END_TEST
 
@@ -164,9 +173,8 @@ START_TEST(test_switch_passes_whole)
 	ev.hdr.type = T_SWITCH;
 	ev.hdr.size = sizeof(ev);
 	sched_on_ring(&st, &ev, sizeof(ev));
-	ck_assert_int_eq(seen.published, 1);
-	ck_assert_uint_eq(seen.last_size, sizeof(ev));
-	ck_assert_mem_eq(seen.last, &ev, sizeof(ev));
+	ck_assert_uint_eq(PH.n_events, 1);
+	ck_assert_mem_eq(ph_last(), &ev, sizeof(ev));
 	ck_assert_uint_eq(st.ring_n, 1);
 }
 END_TEST
@@ -177,12 +185,12 @@ START_TEST(test_overlong_and_short)
 
 	r.hdr.size = sizeof(r) + 1; /* claims more than the ring handed over */
 	sched_on_ring(&st, &r, sizeof(r));
-	ck_assert_int_eq(seen.drops, 1);
-	ck_assert_str_eq(seen.drop_stage, "bpf");
+	ck_assert_uint_eq(PH.drops_bpf, 1);
+	ck_assert_uint_eq(PH.drops_other, 0);
 	r.hdr.size = sizeof(struct nt_event_hdr);
 	sched_on_ring(&st, &r, sizeof(struct nt_event_hdr) - 1);
 	sched_on_ring(&st, &r, sizeof(struct nt_event_hdr)); /* exit record cut short */
-	ck_assert_int_eq(seen.published, 0);
+	ck_assert_uint_eq(PH.n_events, 0);
 	ck_assert_ptr_null(sched_map_get(&st.procs, 1000));
 	ck_assert_ptr_null(sched_map_get(&st.threads, 1001));
 }
@@ -198,7 +206,7 @@ START_TEST(test_budget_stops_read)
 	st.ring_budget = 2;
 	ck_assert_int_eq(sched_on_ring(&st, &ev, sizeof(ev)), 0);
 	ck_assert_int_eq(sched_on_ring(&st, &ev, sizeof(ev)), -EAGAIN);
-	ck_assert_int_eq(seen.published, 2); /* the second is consumed too */
+	ck_assert_uint_eq(PH.n_events, 2); /* the second is consumed too */
 }
 END_TEST
 
