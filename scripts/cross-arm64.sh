@@ -71,13 +71,14 @@ ntcore_desc=$(file -b build-arm64/core/ntcore)
 echo "cross-arm64: $n_arm AArch64 ELF files, $n_bpf eBPF objects; ntcore: ${ntcore_desc%%,*}, $(echo "$ntcore_desc" | grep -o 'ARM aarch64')"
 
 # Unit tests under qemu-aarch64. Left out: valgrind runs (valgrind is an
-# x86-64 binary here), and four programs whose kernel interfaces qemu's
+# x86-64 binary here), and five programs whose kernel interfaces qemu's
 # user mode does not give a guest: python-unit and python-ring-unit (they
 # read code objects from their own memory with process_vm_readv: ENOSYS),
-# kit-proc (qemu fakes /proc/self/stat), kit-tp (the bpf() system call).
+# kit-proc (qemu fakes /proc/self/stat), kit-tp and kit-ring (the bpf()
+# system call).
 if [ "${NT_CROSS_TESTS:-1}" != 0 ]; then
 	mapfile -t tests < <(meson test -C build-arm64 --list --suite unit --no-suite valgrind 2>/dev/null |
-		sed -n 's|^ntcore:[^ ]* / ||p' | grep -vxE 'python-unit|python-ring-unit|kit-proc|kit-tp')
+		sed -n 's|^ntcore:[^ ]* / ||p' | grep -vxE 'python-unit|python-ring-unit|kit-proc|kit-tp|kit-ring')
 	meson test -C build-arm64 --no-rebuild --num-processes "${NT_JOBS:-2}" "${tests[@]}"
 fi
 end=$(date +%s)
