@@ -86,45 +86,222 @@ static bool vaddr_to_off(Elf *e, GElf_Sym *s, uint64_t *off)
 	return true;
 }
 
-static void scan_table(Elf *e, Elf_Scn *scn, GElf_Shdr *sh,
-		       struct nt_cuda_sym *syms, size_t n, int fd, int *found)
-{
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t cnt;
+/*
+ * Symbol tables are read with pread through small buffers, never through
+ * the file's mapping: looking for a few names walks the whole table, and
+ * every page of a mapped table walked became part of ntcore's RSS. A
+ * library with 36 MB of symbol tables raised the peak RSS from 17 to 52 MB
+ * here; libtorch's tables are larger, and the cuda and nvlink probes each
+ * walk every library of every target (a 109-124 MB peak on the GPU
+ * machine). The page cache the reads go through is not the process's.
+ */
+#define SYM_CHUNK 2730         /* Elf64_Sym per read: 64 KiB */
+#define STR_WINDOW (256 * 1024)
 
-	if (!data || !sh->sh_entsize)
+/* A window on a string table: names are mostly laid out in the order of
+ * the symbols that use them, so one read serves many lookups. */
+struct str_window {
+	int fd;
+	uint64_t table_off, table_size;
+	uint64_t at;    /* the window's offset in the table */
+	size_t len;     /* bytes read into buf */
+	char *buf;
+};
+
+/* The NUL-terminated name at `off` in the table, or NULL (out of the table,
+ * or longer than the window). */
+static const char *window_name(struct str_window *w, uint64_t off)
+{
+	size_t want;
+	ssize_t r;
+
+	if (off >= w->table_size)
+		return NULL;
+	if (off >= w->at && off < w->at + w->len &&
+	    memchr(w->buf + (off - w->at), '\0', w->len - (off - w->at)))
+		return w->buf + (off - w->at);
+	want = w->table_size - off < STR_WINDOW ? (size_t)(w->table_size - off)
+						: STR_WINDOW;
+	r = pread(w->fd, w->buf, want, (off_t)(w->table_off + off));
+	w->at = off;
+	w->len = r > 0 ? (size_t)r : 0;
+	return w->len && memchr(w->buf, '\0', w->len) ? w->buf : NULL;
+}
+
+static bool wanted_func(const Elf64_Sym *s)
+{
+	int type = ELF64_ST_TYPE(s->st_info);
+
+	return (type == STT_FUNC || type == STT_GNU_IFUNC) &&
+	       s->st_shndx != SHN_UNDEF && s->st_value;
+}
+
+/* Fill syms[k] (file offset past an endbr64, first instruction's class)
+ * for the symbol `s` named syms[k].name, if not found before. */
+static void sym_found(Elf *e, const Elf64_Sym *s, struct nt_cuda_sym *sym,
+		      int fd, int *found)
+{
+	GElf_Sym gs = { .st_value = s->st_value, .st_shndx = s->st_shndx };
+	uint8_t b[16];
+	uint64_t off, skip;
+	ssize_t r;
+
+	if (sym->offset || !vaddr_to_off(e, &gs, &off))
 		return;
-	cnt = sh->sh_size / sh->sh_entsize;
+	r = pread(fd, b, sizeof(b), (off_t)off);
+	sym->insn = nt_cuda_insn_classify(b, r > 0 ? (size_t)r : 0, &skip);
+	sym->offset = off + skip;
+	(*found)++;
+}
+
+static void match_chunk(Elf *e, const Elf64_Sym *chunk, size_t cnt,
+			struct str_window *w, struct nt_cuda_sym *syms,
+			size_t n, int *found)
+{
 	for (size_t i = 0; i < cnt; i++) {
-		GElf_Sym s;
 		const char *name;
 
-		if (!gelf_getsym(data, (int)i, &s))
+		if (!wanted_func(&chunk[i]))
 			continue;
-		if (GELF_ST_TYPE(s.st_info) != STT_FUNC &&
-		    GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC)
-			continue;
-		if (s.st_shndx == SHN_UNDEF || !s.st_value)
-			continue;
-		name = elf_strptr(e, sh->sh_link, s.st_name);
+		name = window_name(w, chunk[i].st_name);
 		if (!name || !name[0])
 			continue;
-		for (size_t k = 0; k < n; k++) {
-			uint8_t b[16];
-			uint64_t off, skip;
-			ssize_t r;
-
-			if (syms[k].offset || strcmp(syms[k].name, name) != 0)
-				continue;
-			if (!vaddr_to_off(e, &s, &off))
-				continue;
-			r = pread(fd, b, sizeof(b), (off_t)off);
-			syms[k].insn = nt_cuda_insn_classify(
-				b, r > 0 ? (size_t)r : 0, &skip);
-			syms[k].offset = off + skip;
-			(*found)++;
-		}
+		for (size_t k = 0; k < n; k++)
+			if (!syms[k].offset && !strcmp(syms[k].name, name))
+				sym_found(e, &chunk[i], &syms[k], w->fd, found);
 	}
+}
+
+/* One symbol table (a 64-bit one in this machine's byte order, the only
+ * kind a CUDA process maps) and its string table, read chunk by chunk. */
+static void scan_table(Elf *e, const GElf_Shdr *sh, struct nt_cuda_sym *syms,
+		       size_t n, int fd, int *found)
+{
+	Elf_Scn *strscn = elf_getscn(e, sh->sh_link);
+	GElf_Shdr strsh;
+	struct str_window w = { .fd = fd };
+	Elf64_Sym *chunk;
+
+	if (sh->sh_entsize != sizeof(Elf64_Sym) || !strscn ||
+	    !gelf_getshdr(strscn, &strsh) || strsh.sh_type != SHT_STRTAB)
+		return;
+	w.table_off = strsh.sh_offset;
+	w.table_size = strsh.sh_size;
+	w.buf = malloc(STR_WINDOW);
+	chunk = malloc(SYM_CHUNK * sizeof(*chunk));
+	for (uint64_t at = 0; w.buf && chunk && at < sh->sh_size &&
+	     (size_t)*found < n;) {
+		ssize_t r = pread(fd, chunk, SYM_CHUNK * sizeof(*chunk),
+				  (off_t)(sh->sh_offset + at));
+
+		if (r < (ssize_t)sizeof(*chunk))
+			break;
+		match_chunk(e, chunk, (size_t)r / sizeof(*chunk), &w, syms, n, found);
+		at += (uint64_t)r - (uint64_t)r % sizeof(*chunk);
+	}
+	free(chunk);
+	free(w.buf);
+}
+
+/* The GNU hash of a symbol name (the dynamic linker's, DT_GNU_HASH). */
+static uint32_t gnu_hash(const char *name)
+{
+	uint32_t h = 5381;
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	return h;
+}
+
+struct gnu_table {
+	int fd;
+	uint64_t off;          /* of the .gnu.hash section */
+	uint32_t nbuckets, symoffset, bloom_words;
+	uint64_t dynsym_off, dynsym_count;
+	struct str_window *names;
+};
+
+/* The .dynsym index of `name` through the GNU hash table, or 0. Each step
+ * is one small read: bucket, chain word, symbol, name. */
+static uint32_t gnu_find(const struct gnu_table *t, const char *name,
+			 Elf64_Sym *out)
+{
+	uint32_t h = gnu_hash(name), idx, word;
+	uint64_t buckets = t->off + 16 + (uint64_t)t->bloom_words * 8;
+	uint64_t chain = buckets + (uint64_t)t->nbuckets * 4;
+
+	if (pread(t->fd, &idx, 4, (off_t)(buckets + (h % t->nbuckets) * 4)) != 4 ||
+	    idx < t->symoffset)
+		return 0;
+	for (; idx < t->dynsym_count; idx++) {
+		const char *n;
+
+		if (pread(t->fd, &word, 4, (off_t)(chain + (uint64_t)(idx - t->symoffset) * 4)) != 4)
+			return 0;
+		if ((word | 1) == (h | 1) &&
+		    pread(t->fd, out, sizeof(*out),
+			  (off_t)(t->dynsym_off + (uint64_t)idx * sizeof(*out))) == sizeof(*out) &&
+		    (n = window_name(t->names, out->st_name)) && !strcmp(n, name))
+			return idx;
+		if (word & 1)
+			return 0;
+	}
+	return 0;
+}
+
+/* .dynsym through its GNU hash section `hs`: false when the file has none
+ * the reader understands (then the table is walked). */
+static bool lookup_gnu_hash(Elf *e, const GElf_Shdr *dynsym, const GElf_Shdr *hs,
+			    struct nt_cuda_sym *syms, size_t n, int fd, int *found)
+{
+	Elf_Scn *strscn = elf_getscn(e, dynsym->sh_link);
+	GElf_Shdr strsh;
+	uint32_t head[4];
+	struct str_window w = { .fd = fd };
+	struct gnu_table t = { .fd = fd, .off = hs->sh_offset, .names = &w,
+			       .dynsym_off = dynsym->sh_offset,
+			       .dynsym_count = dynsym->sh_size / sizeof(Elf64_Sym) };
+
+	if (!strscn || !gelf_getshdr(strscn, &strsh) ||
+	    pread(fd, head, sizeof(head), (off_t)hs->sh_offset) != sizeof(head) || !head[0])
+		return false;
+	t.nbuckets = head[0];
+	t.symoffset = head[1];
+	t.bloom_words = head[2];
+	w.table_off = strsh.sh_offset;
+	w.table_size = strsh.sh_size;
+	w.buf = malloc(STR_WINDOW);
+	if (!w.buf)
+		return false;
+	for (size_t k = 0; k < n; k++) {
+		Elf64_Sym s;
+
+		if (!syms[k].offset && gnu_find(&t, syms[k].name, &s) && wanted_func(&s))
+			sym_found(e, &s, &syms[k], fd, found);
+	}
+	free(w.buf);
+	return true;
+}
+
+/* The GNU hash section over the symbol table at index `symidx`, if any. */
+static bool gnu_hash_of(Elf *e, size_t symidx, GElf_Shdr *out)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn)))
+		if (gelf_getshdr(scn, out) && out->sh_type == SHT_GNU_HASH &&
+		    out->sh_link == symidx)
+			return true;
+	return false;
+}
+
+static bool native_elf64(Elf *e)
+{
+	const char *id = elf_getident(e, NULL);
+	static const union { uint16_t u; uint8_t b[2]; } probe = { .u = 1 };
+	int data = probe.b[0] ? ELFDATA2LSB : ELFDATA2MSB;
+
+	return id && id[EI_CLASS] == ELFCLASS64 && id[EI_DATA] == data;
 }
 
 int nt_cuda_elf_lookup(const char *path, struct nt_cuda_sym *syms, size_t n)
@@ -143,7 +320,7 @@ int nt_cuda_elf_lookup(const char *path, struct nt_cuda_sym *syms, size_t n)
 	if (fd < 0)
 		return -errno;
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
+	if (!e || elf_kind(e) != ELF_K_ELF || !native_elf64(e)) {
 		if (e)
 			elf_end(e);
 		close(fd);
@@ -157,9 +334,15 @@ int nt_cuda_elf_lookup(const char *path, struct nt_cuda_sym *syms, size_t n)
 		while ((scn = elf_nextscn(e, scn))) {
 			GElf_Shdr sh;
 
+			GElf_Shdr hs;
+
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type != want)
 				continue;
-			scan_table(e, scn, &sh, syms, n, fd, &found);
+			if (want == SHT_DYNSYM && sh.sh_entsize == sizeof(Elf64_Sym) &&
+			    gnu_hash_of(e, elf_ndxscn(scn), &hs) &&
+			    lookup_gnu_hash(e, &sh, &hs, syms, n, fd, &found))
+				continue;
+			scan_table(e, &sh, syms, n, fd, &found);
 		}
 	}
 	elf_end(e);

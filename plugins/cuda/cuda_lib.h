@@ -35,7 +35,9 @@ struct nt_cuda_sym {
  * .symtab). Fills offset/insn of each found (defined FUNC symbols only;
  * when a function starts with endbr64 followed by a push, the offset is
  * moved past the endbr64 so the uprobe's first instruction is emulated).
- * Returns how many were found, or -errno when the file is not readable ELF.
+ * Returns how many were found, or -errno when the file is not readable ELF
+ * (-ENOEXEC also for a 32-bit or foreign-endian one: no CUDA process maps
+ * one). The tables are read with pread, not mapped (cuda_lib.c says why).
  */
 int nt_cuda_elf_lookup(const char *path, struct nt_cuda_sym *syms, size_t n);
 

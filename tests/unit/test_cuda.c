@@ -6,6 +6,9 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -606,6 +609,91 @@ START_TEST(test_elf_fixtures)
 END_TEST
 
 
+/* A line of /proc/self/status ("VmRSS:", "VmHWM:"), kB. */
+static long status_kb(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			kb = strtol(line + strlen(key), NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* Start VmHWM again from the current RSS (Linux 4.0+). */
+static void reset_peak_rss(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "we");
+
+	ck_assert_ptr_nonnull(f);
+	fputs("5", f);
+	fclose(f);
+}
+
+/* The file offset of `name`'s code in `path`, from the ELF file read
+ * independently (libelf, the whole .dynsym walked). */
+static uint64_t offset_by_walk(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY);
+	Elf *e;
+	Elf_Scn *scn = NULL;
+	uint64_t off = 0;
+
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && !off && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			GElf_Shdr code;
+
+			if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx != SHN_UNDEF &&
+			    !strcmp(elf_strptr(e, sh.sh_link, sym.st_name), name) &&
+			    gelf_getshdr(elf_getscn(e, sym.st_shndx), &code))
+				off = sym.st_value - code.sh_addr + code.sh_offset;
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return off;
+}
+
+/* A library with 40000 long exported names (about 12 MB of symbol tables):
+ * the lookup goes through the GNU hash table and small reads, so it finds
+ * the wanted names at the offsets a full walk gives, and this process's
+ * peak RSS does not grow by the tables' size (mapped and walked, it grew
+ * by all of it: +35 MB for a 36 MB library). */
+START_TEST(test_elf_lookup_large_tables)
+{
+	const char *lib = FIXTURE_DIR "/libmanysyms.so";
+	struct nt_cuda_sym s[3] = { { .name = "cudaMalloc" },
+				    { .name = "cudaLaunchKernel" },
+				    { .name = "_ZN2at6native12_GLOBAL__N_126templated_kernel_with_a_long_nameILi39999EEEvPKfPfllRKNS_10TensorBaseE" } };
+	uint64_t want = offset_by_walk(lib, "cudaMalloc");
+	long before, peak;
+
+	ck_assert_uint_ne(want, 0);
+	reset_peak_rss();
+	before = status_kb("VmRSS:");
+	ck_assert_int_eq(nt_cuda_elf_lookup(lib, s, 3), 2);
+	peak = status_kb("VmHWM:");
+	ck_assert(s[0].offset == want || s[0].offset == want + 4); /* endbr64 */
+	ck_assert_uint_eq(s[1].offset, 0);
+	ck_assert_uint_ne(s[2].offset, 0);
+	ck_assert_msg(peak - before < 2048, "peak RSS grew by %ld kB", peak - before);
+}
+END_TEST
+
 /* ---- issue 19: graphs, virtual memory, error stacks (synthetic records) */
 
 static void captured(uint64_t func, int layer)
@@ -769,6 +857,7 @@ static Suite *cuda_suite(void)
 	tcase_add_test(tc, test_report_and_procs);
 	tcase_add_test(tc, test_insn_and_maps);
 	tcase_add_test(tc, test_elf_fixtures);
+	tcase_add_test(tc, test_elf_lookup_large_tables);
 	tcase_add_test(tc, test_graph_capture_nodes);
 	tcase_add_test(tc, test_vmm_bookkeeping);
 	tcase_add_test(tc, test_error_return_stack);
