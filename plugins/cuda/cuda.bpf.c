@@ -387,14 +387,24 @@ static __always_inline void read_outs(const struct nt_cuda_spec *sp,
 	}
 }
 
+/* The thread's device, changed in place: cur_dev allocates at insert
+ * (NT_MAP_LAZY), and an update of an existing key would allocate again. */
+static __always_inline void set_cur_dev(__u32 tid, __s32 d)
+{
+	__s32 *cur = bpf_map_lookup_elem(&cur_dev, &tid);
+
+	if (cur)
+		*cur = d;
+	else
+		bpf_map_update_elem(&cur_dev, &tid, &d, BPF_NOEXIST);
+}
+
 /* A successful device or context call: the thread's current device. */
 static __always_inline void note_device(__u32 api, __u32 tid,
 					const struct nt_cuda_raw_call *rc)
 {
 	if (api == NT_CUDA_API_cudaSetDevice) {
-		__s32 d = (__s32)rc->arg[0];
-
-		bpf_map_update_elem(&cur_dev, &tid, &d, BPF_ANY);
+		set_cur_dev(tid, (__s32)rc->arg[0]);
 	} else if (api == NT_CUDA_API_cuDevicePrimaryCtxRetain) {
 		__u64 c = rc->out[0];
 		__s32 d = (__s32)rc->arg[1];
@@ -405,11 +415,8 @@ static __always_inline void note_device(__u32 api, __u32 tid,
 		__u64 c = rc->arg[0];
 		__s32 *d = bpf_map_lookup_elem(&ctx_dev, &c);
 
-		if (d) {
-			__s32 dv = *d;
-
-			bpf_map_update_elem(&cur_dev, &tid, &dv, BPF_ANY);
-		}
+		if (d)
+			set_cur_dev(tid, *d);
 	}
 }
 
