@@ -447,20 +447,56 @@ static __always_inline int on_msg(struct sock *sk, int ret, int flags,
  * at the tail of the receive queue. So a UDP server's flow shows the client
  * it last heard from.
  */
+/* The source of the datagram just queued on `sk` (the queue's last skb),
+ * into raddr/rport; false when the queue is already empty. */
+static __always_inline bool udp_last_peer(const struct sock *sk, __u8 *raddr,
+					  __u16 *rport)
+{
+	struct sk_buff *skb = BPF_CORE_READ(sk, sk_receive_queue.prev);
+	unsigned char *head;
+	__u16 nh, th, port;
+	__u8 b0 = 0;
+
+	if (!skb || (void *)skb == (void *)&sk->sk_receive_queue)
+		return false;
+	head = BPF_CORE_READ(skb, head);
+	nh = BPF_CORE_READ(skb, network_header);
+	th = BPF_CORE_READ(skb, transport_header);
+	if (bpf_probe_read_kernel(&b0, 1, head + nh))
+		return false;
+	if ((b0 >> 4) == 4) {
+		__be32 a = 0;
+
+		bpf_probe_read_kernel(&a, 4, head + nh + 12);
+		v4_mapped(raddr, a);
+	} else if ((b0 >> 4) == 6) {
+		bpf_probe_read_kernel(raddr, 16, head + nh + 8);
+	} else {
+		return false;
+	}
+	if (bpf_probe_read_kernel(&port, 2, head + th))
+		return false;
+	*rport = bpf_ntohs(port);
+	return true;
+}
+
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(net_data_ready, const struct sock *sk)
 {
-	struct sk_buff *skb;
-	unsigned char *head;
 	struct net_conn *c;
-	__u16 nh, th, port;
+	__u8 raddr[16] = {};
+	__u16 rport = 0;
 	__u64 cookie;
-	__u8 b0 = 0;
+	bool peer;
 
 	if (!sk || sk->sk_protocol != NET_PROTO_UDP || sk->__sk_common.skc_dport)
 		return 0;
 	if (!sk_proto(sk))
 		return 0;
+	/* The peer first: a receiver on another CPU may take the datagram
+	 * off the queue while the flow's entry is made, and its first recv
+	 * would then announce the flow without its peer. */
+	peer = udp_last_peer(sk, raddr, &rport);
 	cookie = bpf_get_socket_cookie((void *)sk);
 	c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c) {
@@ -478,26 +514,10 @@ int BPF_PROG(net_data_ready, const struct sock *sk)
 		if (!c)
 			return 0;
 	}
-	skb = BPF_CORE_READ(sk, sk_receive_queue.prev);
-	if (!skb || (void *)skb == (void *)&sk->sk_receive_queue)
-		return 0;
-	head = BPF_CORE_READ(skb, head);
-	nh = BPF_CORE_READ(skb, network_header);
-	th = BPF_CORE_READ(skb, transport_header);
-	if (bpf_probe_read_kernel(&b0, 1, head + nh))
-		return 0;
-	if ((b0 >> 4) == 4) {
-		__be32 a = 0;
-
-		bpf_probe_read_kernel(&a, 4, head + nh + 12);
-		v4_mapped(c->raddr, a);
-	} else if ((b0 >> 4) == 6) {
-		bpf_probe_read_kernel(c->raddr, 16, head + nh + 8);
-	} else {
-		return 0;
+	if (peer) {
+		__builtin_memcpy(c->raddr, raddr, 16);
+		c->rport = rport;
 	}
-	if (!bpf_probe_read_kernel(&port, 2, head + th))
-		c->rport = bpf_ntohs(port);
 	return 0;
 }
 
