@@ -12,24 +12,6 @@
 /* Report                                                              */
 /* ------------------------------------------------------------------ */
 
-static void human_bytes(uint64_t v, char *buf, size_t n)
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double d = (double)v;
-	int i = 0;
-
-	while (d >= 1024.0 && i < 4) {
-		d /= 1024.0;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, n, "%llu B", (unsigned long long)v);
-	else
-		snprintf(buf, n, "%.1f %s", d, u[i]);
-}
-
-/* The 10 most launched kernels, most first (equal counts: in the order
- * given). */
 static void report_top_kernels(struct nt_sb *b, const struct nt_cuda_kcount *k,
 			       size_t n)
 {
@@ -71,20 +53,20 @@ char *nt_cuda_report_text(const struct nt_cuda_proc *p,
 	nt_sb_printf(&b, "  launches %llu (%zu kernels), graph launches %llu\n",
 		  (unsigned long long)launches, ntop,
 		  (unsigned long long)t->graph_launches);
-	human_bytes(t->alloc_bytes, h1, sizeof(h1));
-	human_bytes(t->free_bytes, h2, sizeof(h2));
+	nt_fmt_bytes(t->alloc_bytes, h1, sizeof(h1));
+	nt_fmt_bytes(t->free_bytes, h2, sizeof(h2));
 	nt_sb_printf(&b, "  allocations %llu (%s, %llu failed), frees %llu (%s)\n",
 		  (unsigned long long)t->allocs, h1,
 		  (unsigned long long)t->alloc_failed,
 		  (unsigned long long)t->frees, h2);
-	human_bytes(t->peak_device_bytes, h1, sizeof(h1));
-	human_bytes(p->device_bytes_now, h2, sizeof(h2));
+	nt_fmt_bytes(t->peak_device_bytes, h1, sizeof(h1));
+	nt_fmt_bytes(p->device_bytes_now, h2, sizeof(h2));
 	nt_sb_printf(&b, "  device memory: peak %s, still allocated %s in %zu blocks\n",
 		  h1, h2, p->nblocks);
 	for (int d = 1; d <= NT_CUDA_DIR_P2P; d++) {
 		if (!t->copies[d])
 			continue;
-		human_bytes(t->copy_bytes[d], h1, sizeof(h1));
+		nt_fmt_bytes(t->copy_bytes[d], h1, sizeof(h1));
 		nt_sb_printf(&b, "  copies %s: %llu, %s", nt_cuda_dir_name((unsigned)d),
 			  (unsigned long long)t->copies[d], h1);
 		if (t->sync_copy_ns[d])

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ntcore/kit/sb.h"
 #include "ntcore/bpf.h"
 #include "ntcore/kit/clock.h"
 #include "ntcore/kit/log.h"
@@ -223,8 +224,8 @@ static void finalize_one(struct mem_state *st, uint32_t pid,
 		mem_report_rss(st, pid, &pr, true);
 	if (have_hs) {
 		mem_report_heap(st, pid, &hs, true);
-		mem_fmt_bytes(live, sizeof(live),
-			      hs.live_bytes > 0 ? (uint64_t)hs.live_bytes : 0);
+		nt_fmt_bytes(hs.live_bytes > 0 ? (uint64_t)hs.live_bytes : 0,
+			     live, sizeof(live));
 	}
 	/* Host-wide, a process without heap data gets only its final
 	 * mem.rss; a target always gets its table. */

@@ -186,9 +186,6 @@ void mem_symcache_forget(struct mem_symcache *c, uint32_t tgid);
 
 /* ---- numbers and the report ------------------------------------- */
 
-/* "1.5 MiB", "100.0 KiB", "512 B" */
-void mem_fmt_bytes(char *buf, size_t len, uint64_t bytes);
-
 /* /proc/PID/statm: size resident shared ... in pages. 0 or -EINVAL. */
 int mem_parse_statm(const char *text, uint64_t *size, uint64_t *resident,
 		    uint64_t *shared);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mem probe: numbers as text (byte sizes), /proc/PID/statm, and the
- * mem.report table. Pure.
+ * mem probe: /proc/PID/statm and the mem.report table. Pure.
  */
 #include <linux/types.h>
 
@@ -14,23 +13,6 @@
 
 #include "mem.h"
 #include "ntcore/kit/sb.h"
-
-void mem_fmt_bytes(char *buf, size_t len, uint64_t bytes)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-	double v = (double)bytes;
-	int u = -1;
-
-	if (bytes < 1024) {
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-		return;
-	}
-	while (v >= 1024.0 && u < 3) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(buf, len, "%.1f %s", v, units[u]);
-}
 
 int mem_parse_statm(const char *text, uint64_t *size, uint64_t *resident,
 		    uint64_t *shared)
@@ -53,21 +35,23 @@ static void format_head(struct nt_sb *sb, const struct mem_report_proc *p)
 	nt_sb_printf(sb, "pid %u (%s)%s:", p->pid, p->comm ? p->comm : "?",
 		     p->final ? " exited" : "");
 	if (p->heap) {
-		mem_fmt_bytes(a, sizeof(a), p->live_bytes > 0 ? (uint64_t)p->live_bytes : 0);
-		mem_fmt_bytes(b, sizeof(b), p->peak_bytes > 0 ? (uint64_t)p->peak_bytes : 0);
+		nt_fmt_bytes(p->live_bytes > 0 ? (uint64_t)p->live_bytes : 0,
+			     a, sizeof(a));
+		nt_fmt_bytes(p->peak_bytes > 0 ? (uint64_t)p->peak_bytes : 0,
+			     b, sizeof(b));
 		nt_sb_printf(sb, " heap %s in %" PRId64 " allocations outstanding (peak %s; %" PRIu64
 			     " allocs, %" PRIu64 " frees)",
 			     a, p->live_allocs, b, p->allocs, p->frees);
 		if (p->mmap_live_bytes > 0) {
-			mem_fmt_bytes(c, sizeof(c), (uint64_t)p->mmap_live_bytes);
+			nt_fmt_bytes((uint64_t)p->mmap_live_bytes, c, sizeof(c));
 			nt_sb_printf(sb, "; anon mmap %s", c);
 		}
 		if (p->rss)
 			nt_sb_putc(sb, ';');
 	}
 	if (p->rss) {
-		mem_fmt_bytes(a, sizeof(a), p->rss_bytes);
-		mem_fmt_bytes(b, sizeof(b), p->peak_rss_bytes);
+		nt_fmt_bytes(p->rss_bytes, a, sizeof(a));
+		nt_fmt_bytes(p->peak_rss_bytes, b, sizeof(b));
 		nt_sb_printf(sb, " rss %s (peak %s)", a, b);
 	}
 	nt_sb_putc(sb, '\n');
@@ -88,7 +72,7 @@ size_t mem_format_report(char *buf, size_t len, const struct mem_report_proc *p,
 		const struct mem_group *g = lines[i].g;
 		char a[32];
 
-		mem_fmt_bytes(a, sizeof(a), g->bytes);
+		nt_fmt_bytes(g->bytes, a, sizeof(a));
 		nt_sb_printf(&sb, "  #%zu %s in %" PRIu64 " %s from %s: %s\n", i + 1, a,
 			     g->count, g->kind == MEM_KIND_MMAP ? "mmaps" : "allocs",
 			     lines[i].function && lines[i].function[0] ? lines[i].function : "?",

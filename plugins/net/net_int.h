@@ -172,8 +172,6 @@ const char *net_fmt_addr(const uint8_t a[16], char *buf, size_t len);
 /* "10.0.0.1:80" / "[::1]:80". */
 const char *net_fmt_endpoint(const uint8_t a[16], uint16_t port, char *buf,
 			     size_t len);
-/* Bytes as "12.3 MiB". */
-const char *net_fmt_bytes(uint64_t b, char *buf, size_t len);
 /*
  * The net.report text: processes (largest traffic first, at most
  * `max_procs`; sorts them), then connections (`conns`, rows of struct

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ntcore/kit/clock.h"
+#include "ntcore/kit/sb.h"
 
 #include "net_int.h"
 
@@ -45,23 +46,6 @@ const char *net_fmt_endpoint(const uint8_t a[16], uint16_t port, char *buf,
 	return buf;
 }
 
-const char *net_fmt_bytes(uint64_t b, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)b);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-	return buf;
-}
-
 static int cmp_proc_row(const void *a, const void *b)
 {
 	const struct net_proc_row *x = a, *y = b;
@@ -86,8 +70,8 @@ static void proc_lines(struct nt_sb *sb, const struct net_proc_row *procs,
 		nt_sb_printf(sb, "%-8u %-16s %-5s %12s %12s %10llu %10llu "
 				 "%7llu %6llu\n",
 			     p->pid, p->comm, p->proto,
-			     net_fmt_bytes(p->tx_bytes, b1, sizeof(b1)),
-			     net_fmt_bytes(p->rx_bytes, b2, sizeof(b2)),
+			     nt_fmt_bytes(p->tx_bytes, b1, sizeof(b1)),
+			     nt_fmt_bytes(p->rx_bytes, b2, sizeof(b2)),
 			     (unsigned long long)p->tx_packets,
 			     (unsigned long long)p->rx_packets,
 			     (unsigned long long)p->retransmits,
@@ -103,8 +87,8 @@ static void conn_line(struct nt_sb *sb, const struct net_top_row *r)
 		     r->pid, r->comm, r->proto,
 		     net_fmt_endpoint(r->laddr, r->lport, ep1, sizeof(ep1)),
 		     net_fmt_endpoint(r->raddr, r->rport, ep2, sizeof(ep2)),
-		     net_fmt_bytes(r->tx_bytes, b1, sizeof(b1)),
-		     net_fmt_bytes(r->rx_bytes, b2, sizeof(b2)),
+		     nt_fmt_bytes(r->tx_bytes, b1, sizeof(b1)),
+		     nt_fmt_bytes(r->rx_bytes, b2, sizeof(b2)),
 		     (unsigned long long)(r->srtt_ns / 1000),
 		     r->closed ? "closed" : "open");
 }

@@ -306,6 +306,22 @@ START_TEST(test_sb_numbers)
 }
 END_TEST
 
+/* Byte counts for people, the one formatter of net's, mem's and cuda's
+ * reports: bytes exact below 1 KiB, then one decimal, up to TiB. */
+START_TEST(test_fmt_bytes)
+{
+	char b[32];
+
+	ck_assert_str_eq(nt_fmt_bytes(0, b, sizeof(b)), "0 B");
+	ck_assert_str_eq(nt_fmt_bytes(1023, b, sizeof(b)), "1023 B");
+	ck_assert_str_eq(nt_fmt_bytes(1536, b, sizeof(b)), "1.5 KiB");
+	ck_assert_str_eq(nt_fmt_bytes(64ull << 20, b, sizeof(b)), "64.0 MiB");
+	ck_assert_str_eq(nt_fmt_bytes(3ull << 30, b, sizeof(b)), "3.0 GiB");
+	ck_assert_str_eq(nt_fmt_bytes(5ull << 50, b, sizeof(b)), "5120.0 TiB");
+	ck_assert_str_eq(nt_fmt_bytes(1536, b, 4), "1.5");
+}
+END_TEST
+
 START_TEST(test_sb_json)
 {
 	struct nt_sb b;
@@ -643,6 +659,7 @@ static Suite *kit_suite(void)
 	tcase_add_test(t, test_utf8_seq);
 	tcase_add_test(t, test_utf8_repair_encode_cut);
 	tcase_add_test(t, test_sb_numbers);
+	tcase_add_test(t, test_fmt_bytes);
 	tcase_add_test(t, test_sb_json);
 	tcase_add_test(t, test_sb_json_random);
 	tcase_add_test(t, test_fmt_numbers);

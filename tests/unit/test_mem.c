@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ntcore/kit/sb.h"
 #include "mem.h"
 #include "mem_logic.h"
 
@@ -458,13 +459,13 @@ START_TEST(test_bytes_and_statm)
 	char b[32];
 	uint64_t s, r, sh;
 
-	mem_fmt_bytes(b, sizeof(b), 512);
+	nt_fmt_bytes(512, b, sizeof(b));
 	ck_assert_str_eq(b, "512 B");
-	mem_fmt_bytes(b, sizeof(b), 102400);
+	nt_fmt_bytes(102400, b, sizeof(b));
 	ck_assert_str_eq(b, "100.0 KiB");
-	mem_fmt_bytes(b, sizeof(b), 64ull << 20);
+	nt_fmt_bytes(64ull << 20, b, sizeof(b));
 	ck_assert_str_eq(b, "64.0 MiB");
-	mem_fmt_bytes(b, sizeof(b), 3ull << 30);
+	nt_fmt_bytes(3ull << 30, b, sizeof(b));
 	ck_assert_str_eq(b, "3.0 GiB");
 	ck_assert_int_eq(mem_parse_statm("2500 1200 300 10 0 900 0\n", &s, &r, &sh), 0);
 	ck_assert_uint_eq(s, 2500);

@@ -146,10 +146,10 @@ START_TEST(bytes_formatting)
 {
 	char b[32];
 
-	ck_assert_str_eq(net_fmt_bytes(0, b, sizeof(b)), "0 B");
-	ck_assert_str_eq(net_fmt_bytes(1023, b, sizeof(b)), "1023 B");
-	ck_assert_str_eq(net_fmt_bytes(1536, b, sizeof(b)), "1.5 KiB");
-	ck_assert_str_eq(net_fmt_bytes(5ull << 20, b, sizeof(b)), "5.0 MiB");
+	ck_assert_str_eq(nt_fmt_bytes(0, b, sizeof(b)), "0 B");
+	ck_assert_str_eq(nt_fmt_bytes(1023, b, sizeof(b)), "1023 B");
+	ck_assert_str_eq(nt_fmt_bytes(1536, b, sizeof(b)), "1.5 KiB");
+	ck_assert_str_eq(nt_fmt_bytes(5ull << 20, b, sizeof(b)), "5.0 MiB");
 }
 END_TEST
 

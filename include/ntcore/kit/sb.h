@@ -108,6 +108,9 @@ void nt_sb_hex(struct nt_sb *b, uint64_t v);
  * becomes \ufffd, so the output is always valid JSON and valid UTF-8.
  */
 void nt_sb_json_str(struct nt_sb *b, const char *s, size_t n);
+/* A byte count for people into buf: "512 B", "1.5 KiB", "5.0 MiB", up to
+ * TiB (one decimal past bytes). Returns buf. */
+const char *nt_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* printf for what has no typed append (doubles); all or nothing too. */
 void nt_sb_printf(struct nt_sb *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
