@@ -128,6 +128,23 @@ static const char *window_name(struct str_window *w, uint64_t off)
 	return w->len && memchr(w->buf, '\0', w->len) ? w->buf : NULL;
 }
 
+/* A window on the string table at section `strndx`, its buffer allocated
+ * (free it); false, with nothing allocated, if that is not a string table
+ * or there is no memory. */
+static bool window_open(Elf *e, size_t strndx, int fd, struct str_window *w)
+{
+	Elf_Scn *scn = elf_getscn(e, strndx);
+	GElf_Shdr sh;
+
+	*w = (struct str_window){ .fd = fd };
+	if (!scn || !gelf_getshdr(scn, &sh) || sh.sh_type != SHT_STRTAB)
+		return false;
+	w->table_off = sh.sh_offset;
+	w->table_size = sh.sh_size;
+	w->buf = malloc(STR_WINDOW);
+	return w->buf != NULL;
+}
+
 static bool wanted_func(const Elf64_Sym *s)
 {
 	int type = ELF64_ST_TYPE(s->st_info);
@@ -177,20 +194,14 @@ static void match_chunk(Elf *e, const Elf64_Sym *chunk, size_t cnt,
 static void scan_table(Elf *e, const GElf_Shdr *sh, struct nt_cuda_sym *syms,
 		       size_t n, int fd, int *found)
 {
-	Elf_Scn *strscn = elf_getscn(e, sh->sh_link);
-	GElf_Shdr strsh;
-	struct str_window w = { .fd = fd };
+	struct str_window w;
 	Elf64_Sym *chunk;
 
-	if (sh->sh_entsize != sizeof(Elf64_Sym) || !strscn ||
-	    !gelf_getshdr(strscn, &strsh) || strsh.sh_type != SHT_STRTAB)
+	if (sh->sh_entsize != sizeof(Elf64_Sym) ||
+	    !window_open(e, sh->sh_link, fd, &w))
 		return;
-	w.table_off = strsh.sh_offset;
-	w.table_size = strsh.sh_size;
-	w.buf = malloc(STR_WINDOW);
 	chunk = malloc(SYM_CHUNK * sizeof(*chunk));
-	for (uint64_t at = 0; w.buf && chunk && at < sh->sh_size &&
-	     (size_t)*found < n;) {
+	for (uint64_t at = 0; chunk && at < sh->sh_size && (size_t)*found < n;) {
 		ssize_t r = pread(fd, chunk, SYM_CHUNK * sizeof(*chunk),
 				  (off_t)(sh->sh_offset + at));
 
@@ -254,25 +265,20 @@ static uint32_t gnu_find(const struct gnu_table *t, const char *name,
 static bool lookup_gnu_hash(Elf *e, const GElf_Shdr *dynsym, const GElf_Shdr *hs,
 			    struct nt_cuda_sym *syms, size_t n, int fd, int *found)
 {
-	Elf_Scn *strscn = elf_getscn(e, dynsym->sh_link);
-	GElf_Shdr strsh;
 	uint32_t head[4];
-	struct str_window w = { .fd = fd };
+	struct str_window w;
 	struct gnu_table t = { .fd = fd, .off = hs->sh_offset, .names = &w,
 			       .dynsym_off = dynsym->sh_offset,
 			       .dynsym_count = dynsym->sh_size / sizeof(Elf64_Sym) };
 
-	if (!strscn || !gelf_getshdr(strscn, &strsh) ||
-	    pread(fd, head, sizeof(head), (off_t)hs->sh_offset) != sizeof(head) || !head[0])
+	if (pread(fd, head, sizeof(head), (off_t)hs->sh_offset) != sizeof(head) ||
+	    !head[0])
+		return false;
+	if (!window_open(e, dynsym->sh_link, fd, &w))
 		return false;
 	t.nbuckets = head[0];
 	t.symoffset = head[1];
 	t.bloom_words = head[2];
-	w.table_off = strsh.sh_offset;
-	w.table_size = strsh.sh_size;
-	w.buf = malloc(STR_WINDOW);
-	if (!w.buf)
-		return false;
 	for (size_t k = 0; k < n; k++) {
 		Elf64_Sym s;
 
@@ -298,8 +304,11 @@ static bool gnu_hash_of(Elf *e, size_t symidx, GElf_Shdr *out)
 static bool native_elf64(Elf *e)
 {
 	const char *id = elf_getident(e, NULL);
-	static const union { uint16_t u; uint8_t b[2]; } probe = { .u = 1 };
-	int data = probe.b[0] ? ELFDATA2LSB : ELFDATA2MSB;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const int data = ELFDATA2LSB;
+#else
+	const int data = ELFDATA2MSB;
+#endif
 
 	return id && id[EI_CLASS] == ELFCLASS64 && id[EI_DATA] == data;
 }
@@ -332,9 +341,7 @@ int nt_cuda_elf_lookup(const char *path, struct nt_cuda_sym *syms, size_t n)
 
 		scn = NULL;
 		while ((scn = elf_nextscn(e, scn))) {
-			GElf_Shdr sh;
-
-			GElf_Shdr hs;
+			GElf_Shdr sh, hs;
 
 			if (!gelf_getshdr(scn, &sh) || sh.sh_type != want)
 				continue;
