@@ -28,7 +28,8 @@ const char *nt_inst_state_name(enum nt_inst_state st)
 	return names[st];
 }
 
-void nt_inst_set_state(struct nt_instance *inst, enum nt_inst_state st)
+/* The state, and the ntcore_plugin_state series that shows it. */
+static void set_state(struct nt_instance *inst, enum nt_inst_state st)
 {
 	const char *kind = nt_kind_name(inst->lib.desc.kind);
 	const char *old[3] = {inst->name, kind, nt_inst_state_name(inst->st)};
@@ -68,7 +69,7 @@ void nt_instance_fail(struct nt_instance *inst, const char *op, int err)
 	nt_instance_unwatch(inst);
 	if (inst->st == NT_ST_ATTACHED)
 		inst->lib.desc.detach(inst->state);
-	nt_inst_set_state(inst, NT_ST_FAILED);
+	set_state(inst, NT_ST_FAILED);
 }
 
 void nt_instance_poll(struct nt_instance *inst, uint32_t token)
@@ -151,7 +152,7 @@ int nt_instance_init(struct nt_daemon *d, struct nt_instance *inst)
 		return ic->required ? 1 : 0;
 	}
 	inst->inited = true;
-	nt_inst_set_state(inst, NT_ST_INITED);
+	set_state(inst, NT_ST_INITED);
 	if (inst->lib.desc.kind == NT_KIND_SINK && !ic->events_set)
 		nt_bus_subscribe(&d->bus, inst, "*");
 	for (size_t i = 0; i < ic->n_events; i++)
@@ -170,7 +171,7 @@ static int instance_attach(struct nt_instance *inst)
 		nt_instance_fail(inst, "attach", err);
 		return inst->cfg->required ? 1 : 0;
 	}
-	nt_inst_set_state(inst, NT_ST_ATTACHED);
+	set_state(inst, NT_ST_ATTACHED);
 	nt_sink_start(inst);
 	if (inst->log_level >= NT_LOG_DEBUG)
 		nt_log(NT_LOG_DEBUG, inst->prefix, "attached in %.1f ms (%s)",
@@ -266,7 +267,7 @@ static int detach_one(struct nt_daemon *d, struct nt_instance *inst)
 	if (inst->st == NT_ST_ATTACHED) {
 		uint64_t t0 = nt_mono_ns();
 		inst->lib.desc.detach(inst->state);
-		nt_inst_set_state(inst, NT_ST_DETACHED);
+		set_state(inst, NT_ST_DETACHED);
 		if (inst->log_level >= NT_LOG_DEBUG)
 			nt_log(NT_LOG_DEBUG, inst->prefix, "detached in %.1f ms",
 			       (double)(nt_mono_ns() - t0) / 1e6);

@@ -15,8 +15,6 @@
 #include "daemon.h"
 
 const char *nt_inst_state_name(enum nt_inst_state st);
-/* The state, and the ntcore_plugin_state series that shows it. */
-void nt_inst_set_state(struct nt_instance *inst, enum nt_inst_state st);
 
 /* The bus's subscriber callback: an attached instance gets the event, on
  * its sink queue when it has one. */
