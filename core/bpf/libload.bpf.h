@@ -160,17 +160,19 @@ static __always_inline bool nt_libload_matches(const char *name)
  * program, but the per-event tracepoint enables the same sys_enter hook
  * and tests the number in C just the same.
  */
+/* The number read from the typed argument directly (a CO-RE load, no
+ * helper call): the exit program runs at every system call's return. */
 #if defined(__TARGET_ARCH_x86)
 #define NT_NR_OPENAT 257
 static __always_inline long nt_syscall_nr(struct pt_regs *regs)
 {
-	return BPF_CORE_READ(regs, orig_ax);
+	return (long)regs->orig_ax;
 }
 #elif defined(__TARGET_ARCH_arm64)
 #define NT_NR_OPENAT 56
 static __always_inline long nt_syscall_nr(struct pt_regs *regs)
 {
-	return BPF_CORE_READ(regs, syscallno);
+	return regs->syscallno;
 }
 #else
 #error "libload.bpf.h: openat's syscall number for this architecture"
