@@ -155,6 +155,23 @@ struct {
 } fnstats SEC(".maps");
 
 
+/* Uprobe hits per attach cookie (API id, or NT_CUDA_FN_BASE + function
+ * table index), in every process: what the probe costs, by function. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NT_CUDA_SPEC_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} probe_hits SEC(".maps");
+
+static __always_inline void count_hit(__u32 cookie)
+{
+	__u64 *n = bpf_map_lookup_elem(&probe_hits, &cookie);
+
+	if (n)
+		(*n)++;
+}
+
 /*
  * The last target decision per CPU: a launch-bound loop runs on one thread,
  * so the target-map lookup is made once, not per launch (a per-CPU array
@@ -207,13 +224,24 @@ static __always_inline void fill_hdr(struct nt_event_hdr *h, __u32 type,
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+/* A record user space needs now: a failed call (the OOM and error
+ * detectors' latency), a kernel's first launch (its name, read from the
+ * process before it may exit), a library a held target loaded. */
 static __always_inline void output(void *rec, __u64 size)
 {
 	if (bpf_ringbuf_output(&events, rec, size, BPF_RB_FORCE_WAKEUP))
 		nt_count_drop();
 }
 
-static __always_inline void output_launch(void *rec, __u64 size)
+/*
+ * A record that may wait (a successful call, an enter event, a launch):
+ * the reader is woken only once `launch_wake_bytes` are pending; user space
+ * also reads on a short timer and before it acts on a process exit. A
+ * wake-up per record is a self-IPI, a VM exit in a guest: 1.5-2.5 us per
+ * call on the GPU machine, 3.5-4 us on the 2-CPU VM, several times the
+ * probe's own cost (docs/cuda.md, Cost).
+ */
+static __always_inline void output_lazy(void *rec, __u64 size)
 {
 	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= launch_wake_bytes
 			      ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
@@ -292,6 +320,7 @@ int call_enter(struct pt_regs *ctx)
 	struct nt_cuda_spec *sp;
 	__u64 key;
 
+	count_hit(api);
 	if (!nt_target_ok(tgid))
 		return 0;
 	sp = bpf_map_lookup_elem(&specs, &api);
@@ -336,7 +365,7 @@ int call_enter(struct pt_regs *ctx)
 		rc->hdr.size = NT_CUDA_RAW_CALL_FIXED;
 		rc->cgroup_id = bpf_get_current_cgroup_id();
 		rc->device = device_of(tid, sp->layer);
-		output(rc, NT_CUDA_RAW_CALL_FIXED);
+		output_lazy(rc, NT_CUDA_RAW_CALL_FIXED);
 	}
 	return 0;
 }
@@ -366,7 +395,7 @@ static __always_inline void emit_kname(struct nt_cuda_raw_call *rc, __u64 id)
 	if (n > NT_CUDA_KNAME_MAX)
 		n = NT_CUDA_KNAME_MAX;
 	k->hdr.size = NT_CUDA_RAW_KNAME_FIXED + n;
-	output(k, (NT_CUDA_RAW_KNAME_FIXED + n) & 0xfff);
+	output_lazy(k, (NT_CUDA_RAW_KNAME_FIXED + n) & 0xfff);
 }
 
 /* The pointees of the call's output arguments, read at its return. */
@@ -501,7 +530,10 @@ int call_return(struct pt_regs *ctx)
 	if (size > sizeof(*rc))
 		size = sizeof(*rc);
 	rc->hdr.size = size;
-	output(rc, size);
+	if ((__u32)rc->ret != 0)
+		output(rc, size);
+	else
+		output_lazy(rc, size);
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
 }
@@ -649,6 +681,7 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 	__u64 func, cfg = 0;
 	__u8 first = 0;
 
+	count_hit((__u32)bpf_get_attach_cookie(ctx));
 	if (!target_ok_cached(tgid))
 		return 0;
 	/* in auto mode: runtime launches are probed only while no driver
@@ -714,7 +747,7 @@ static __always_inline int do_launch(struct pt_regs *ctx, int kind)
 		if (first)
 			output(rl, size);
 		else
-			output_launch(rl, size);
+			output_lazy(rl, size);
 	}
 	return 0;
 }
@@ -754,6 +787,7 @@ int fn_enter(struct pt_regs *ctx)
 	__u32 fn = (__u32)bpf_get_attach_cookie(ctx) - NT_CUDA_FN_BASE;
 	__u64 key, now;
 
+	count_hit(fn + NT_CUDA_FN_BASE);
 	if (!nt_target_ok(id >> 32) || fn >= NT_CUDA_FN_MAX)
 		return 0;
 	key = ((__u64)(__u32)id << 8) | fn;
@@ -829,7 +863,7 @@ int fn_return(struct pt_regs *ctx)
 		if (size > sizeof(*r))
 			size = sizeof(*r);
 		r->hdr.size = size;
-		output(r, size);
+		output_lazy(r, size);
 	}
 	return 0;
 }

@@ -212,10 +212,10 @@ static int cuda_attach(void *state)
 		}
 	}
 	err = c->host->add_timer(c->inst, (uint64_t)cfg->interval_ms, TOK_TICK);
-	/* launch records wake the loop in batches: read them at least every
-	 * 100 ms when few come */
-	if (!err && cfg->launch_events)
-		err = c->host->add_timer(c->inst, 100, TOK_RING);
+	/* most records wake the loop in batches (output_lazy in cuda.bpf.c):
+	 * read them at least every RING_READ_MS when few come */
+	if (!err)
+		err = c->host->add_timer(c->inst, RING_READ_MS, TOK_RING);
 	if (err)
 		goto fail;
 	c->attached = true;
@@ -253,6 +253,7 @@ static int cuda_poll(void *state, uint32_t token, uint32_t budget)
 		nt_ring_consume(c->rb);
 		sync_launches(c, 0, NULL, NULL);
 		sync_fns(c, 0);
+		sync_hits(c, false);
 		nt_bpf_report_drops(c->host, c->inst,
 				    bpf_map__fd(c->skel->maps.nt_drops),
 				    &c->drops_reported);
@@ -293,6 +294,7 @@ static void cuda_detach(void *state)
 		if (c->skel) {
 			sync_launches(c, 0, NULL, NULL);
 			sync_fns(c, 0);
+			sync_hits(c, true);
 		}
 		log_kname_offset(c, true);
 	}

@@ -6,6 +6,8 @@
  */
 #include "cuda_plugin.h"
 
+#include "ntcore/kit/sb.h"
+
 /* ------------------------------------------------------------------ */
 /* Periodic: launch counts and function-table statistics               */
 /* ------------------------------------------------------------------ */
@@ -261,4 +263,77 @@ void log_kname_offset(struct cuda *c, bool final)
 			     k->offset, k->guessed ? "guessed" : "learned",
 			     k->named, k->refused, k->confirmed,
 			     k->contradicted);
+}
+
+/* The name of a probe_hits slot: an API function or a function-table entry. */
+static const char *hit_name(const struct cuda *c, uint32_t cookie)
+{
+	if (cookie < NT_CUDA_API_COUNT)
+		return nt_cuda_api_name(cookie);
+	if (cookie >= NT_CUDA_FN_BASE && cookie - NT_CUDA_FN_BASE < c->nfns)
+		return c->fns[cookie - NT_CUDA_FN_BASE].symbol;
+	return NULL;
+}
+
+/* The hits of one slot, summed over CPUs (0 when unreadable). */
+static uint64_t hits_of(int fd, uint32_t cookie, uint64_t *percpu, int ncpu)
+{
+	uint64_t sum = 0;
+
+	if (bpf_map_lookup_elem(fd, &cookie, percpu) != 0)
+		return 0;
+	for (int i = 0; i < ncpu; i++)
+		sum += percpu[i];
+	return sum;
+}
+
+static void log_top_hits(struct cuda *c)
+{
+	struct nt_sb sb;
+	uint64_t total = 0;
+	bool taken[NT_CUDA_SPEC_MAX] = {0};
+
+	for (uint32_t k = 0; k < NT_CUDA_SPEC_MAX; k++)
+		total += c->hits_seen[k];
+	if (!total)
+		return;
+	nt_sb_init(&sb, 0);
+	for (int n = 0; n < 8; n++) {
+		uint32_t best = 0;
+
+		for (uint32_t k = 1; k < NT_CUDA_SPEC_MAX; k++)
+			if (!taken[k] && c->hits_seen[k] > c->hits_seen[best])
+				best = k;
+		if (taken[best] || !c->hits_seen[best])
+			break;
+		taken[best] = true;
+		nt_sb_printf(&sb, "%s%s %" PRIu64, n ? ", " : "",
+			     hit_name(c, best) ? hit_name(c, best) : "?", c->hits_seen[best]);
+	}
+	nt_log_info(c, "%" PRIu64 " uprobe hits, most: %s", total, nt_sb_str(&sb));
+	nt_sb_fini(&sb);
+}
+
+void sync_hits(struct cuda *c, bool at_end)
+{
+	int fd = bpf_map__fd(c->skel->maps.probe_hits);
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *percpu;
+
+	if (ncpu <= 0 || !(percpu = calloc((size_t)ncpu, sizeof(*percpu))))
+		return;
+	for (uint32_t k = 0; k < NT_CUDA_SPEC_MAX; k++) {
+		const char *name = hit_name(c, k);
+		uint64_t n = name ? hits_of(fd, k, percpu, ncpu) : 0;
+
+		if (n > c->hits_seen[k]) {
+			const char *lv[] = { name };
+
+			c->host->metric_add(c->m[M_HITS], lv, (double)(n - c->hits_seen[k]));
+			c->hits_seen[k] = n;
+		}
+	}
+	free(percpu);
+	if (at_end)
+		log_top_hits(c);
 }

@@ -43,6 +43,8 @@
 #include "uprobes.h"
 
 enum { TOK_RING = 1, TOK_TICK = 2 };
+/* the longest a record that does not wake the reader waits in the ring */
+#define RING_READ_MS 50
 
 /* Gauges of an exited process are removed this many ticks later. */
 #define DEAD_TICKS 2
@@ -72,7 +74,7 @@ struct cuda_cfg {
 enum {
 	M_LAUNCH, M_GRAPH, M_DEVBYTES, M_ALLOC_BYTES, M_ALLOCS, M_FREE_BYTES,
 	M_FREES, M_COPY_BYTES, M_COPIES, M_COPY_SEC, M_COPY_BW, M_SYNC_SEC,
-	M_SYNCS, M_ERRORS, M_CALLS, M_CALL_SEC, M_SLOW, M_NAMED, M_N
+	M_SYNCS, M_ERRORS, M_CALLS, M_CALL_SEC, M_SLOW, M_NAMED, M_HITS, M_N
 };
 
 struct lib {
@@ -113,6 +115,7 @@ struct cuda {
 	int types[NT_CUDA_EVT_N];
 	struct nt_metric_desc mdesc[M_N];
 	struct nt_metric *m[M_N];
+	uint64_t hits_seen[NT_CUDA_SPEC_MAX]; /* probe_hits already published */
 	struct nt_cuda_state st;
 	struct cuda_bpf *skel;
 	struct bpf_link *tp_links[3];
@@ -214,6 +217,9 @@ int on_record(void *ctx, void *data, size_t size);
 void sync_launches(struct cuda *c, uint32_t only_pid,
 			  struct nt_cuda_kcount **top, size_t *ntop);
 void sync_fns(struct cuda *c, uint32_t only_pid);
+/* Publish the uprobe hits per function since the last call; at_end: also
+ * log the most hit ones (what the probe cost). */
+void sync_hits(struct cuda *c, bool at_end);
 void forget_launch_keys(struct cuda *c, uint32_t pid);
 void proc_gone(struct cuda *c, uint32_t pid);
 void reap_dead(struct cuda *c, bool all);

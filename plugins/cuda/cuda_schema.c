@@ -171,6 +171,7 @@ static const char *const l_dir[] = { "pid", "direction" };
 static const char *const l_sync[] = { "pid", "kind" };
 static const char *const l_err[] = { "pid", "function", "error" };
 static const char *const l_fn[] = { "pid", "library", "function" };
+static const char *const l_hit[] = { "function" };
 
 
 static const double fn_bounds[NT_CUDA_FN_BUCKETS] = {
@@ -196,5 +197,6 @@ const struct nt_metric_desc cuda_metric_tmpl[M_N] = {
 	[M_CALLS] = { "ntcore_cuda_calls_total", "Function-table calls", NT_METRIC_COUNTER, 3, l_fn, NULL, 0, 0 },
 	[M_CALL_SEC] = { "ntcore_cuda_call_seconds", "Function-table call latency", NT_METRIC_HISTOGRAM, 3, l_fn, fn_bounds, NT_CUDA_FN_BUCKETS, 0 },
 	[M_NAMED] = { "ntcore_cuda_launches_named_total", "Kernel launches by how the kernel's name was found (load, symbol, join, memory; none: unnamed)", NT_METRIC_COUNTER, 2, l_named, NULL, 0, 0 },
+	[M_HITS] = { "ntcore_cuda_probe_hits_total", "Uprobe hits per probed function, every process using the library (each hit is a trap: the probe's cost)", NT_METRIC_COUNTER, 1, l_hit, NULL, 0, 0 },
 	[M_SLOW] = { "ntcore_cuda_slow_calls_total", "Function-table calls over the entry's threshold", NT_METRIC_COUNTER, 3, l_fn, NULL, 0, 0 },
 };

@@ -40,6 +40,9 @@ if [ "${ALL:-0}" = 1 ]; then
 		mkdir -p "$S/sinks/$p" && cp "$B/sinks/$p/$p.so" "$S/sinks/$p/"
 	done
 fi
+# bpftool: tests/gpu/overhead.sh names each BPF program in its breakdown
+bt=$(command -v bpftool || true)
+if [ -n "$bt" ]; then mkdir -p "$S/bin" && cp "$bt" "$S/bin/"; fi
 rm -rf .device
 "${DEVICE_BUNDLE:-../shared/tools/device-bundle}" "$S" .device
 ex=$(git rev-parse --git-path info/exclude) # .git is a file in a worktree

@@ -24,7 +24,9 @@
 #   . .device/env.sh; bash tests/gpu/overhead.sh [.device] [OUTDIR]
 # Dry run without a GPU or torch (the driver with a sleeping workload):
 #   DRY=1 bash tests/gpu/overhead.sh BUILD_DIR /tmp/ovh
-# OVH_ONLY="oom launch" runs only those workloads (names as in the plan).
+# OVH_ONLY="oom launch" runs only those workloads (names as in the plan);
+# OVH_STATS=1 adds training.conf with BPF statistics on gpt (each program);
+# OVH_PLUGINS="cuda nvlink" measures only those plugins alone.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -43,6 +45,8 @@ export NTCORE_PLUGIN_PATH=$D/plugins:$D/sinks
 [ "$(id -u)" -eq 0 ] || { echo "must run as root (BPF)"; exit 1; }
 sysctl -qw kernel.bpf_stats_enabled=0 || true
 command -v taskset >/dev/null || { echo "needs taskset (util-linux)"; exit 1; }
+# bpftool names each BPF program in the per-plugin breakdown (bundled)
+BPFTOOL=$(command -v "$D/bin/bpftool" bpftool 2>/dev/null | head -1)
 NCPU=$(nproc)
 # ntcore on the first CPUs, the workload (and its DataLoader workers) on the rest
 NT_CPUS=${NT_CPUS:-0-$(((NCPU >= 8 ? 4 : 2) - 1))}
@@ -60,7 +64,7 @@ m = re.search(r'\{ plugin = "file"; path = "ntcore-training.jsonl".*?\];\s*\},',
 print(m.group(0).rstrip(",") if m else '{ plugin = "file"; path = "ntcore-training.jsonl"; }')
 PY
 )
-PLUGINS="sched mem io net cuda nvlink python"
+PLUGINS=${OVH_PLUGINS:-"sched mem io net cuda nvlink python"}
 for p in $PLUGINS; do
 	line=$(grep -E "^\s*\{ plugin = \"$p\";" "$ROOT/conf.d/training.conf" | sed 's/#.*//')
 	printf 'plugins = (\n  %s\n  %s\n);\n' "$line" "$sinkline" >"$T/$p.conf"
@@ -80,6 +84,8 @@ import json, sys
 T, pairs, ppairs, dry = "$T", $PAIRS, $PLUGIN_PAIRS, "$DRY" == "1"
 train = ["training", T + "/training.conf", pairs, False]
 alone = [[p, "%s/%s.conf" % (T, p), ppairs, True] for p in "$PLUGINS".split()]
+if "${OVH_STATS:-0}" == "1":  # training.conf with BPF statistics: every program's share
+    alone.insert(0, ["training-stats", T + "/training.conf", ppairs, True])
 if dry:
     plan = [{"workload": "fake", "window_s": 0.5, "configs":
              [["training", T + "/training.conf", 2, False], ["sched", T + "/sched.conf", 2, True]]}]
@@ -96,6 +102,7 @@ only = "${OVH_ONLY:-}".split()  # OVH_ONLY="oom gpt": those workloads only
 if only:
     plan = [p for p in plan if p["workload"] in only]
 json.dump({"out": "$O", "tmp": T, "nt": "$NT", "py": "$PY" if not dry else sys.executable,
+           "bpftool": "$BPFTOOL",
            "work": "$HERE/overhead_work.py", "nt_cpus": "$NT_CPUS", "work_cpus": "$WORK_CPUS",
            "budget_s": float("${BUDGET_S:-500}"), "plan": plan,
            # the launch loop's +8 % is the cuda probe's; training.conf's +1 %

@@ -94,14 +94,14 @@ class Worker:
             self.proc.wait()
 
 
-def bpf_ns(pid):
-    """Kernel time (ns) and runs of the BPF programs ntcore holds."""
-    seen, ns, runs = set(), 0, 0
+def bpf_progs(pid):
+    """{prog_id: (run_time_ns, run_cnt)} of the BPF programs ntcore holds."""
+    out = {}
     fd_dir = "/proc/%d/fd" % pid
     try:
         fds = os.listdir(fd_dir)
     except OSError:
-        return 0, 0
+        return out
     for fd in fds:
         try:
             if os.readlink(os.path.join(fd_dir, fd)) != "anon_inode:bpf-prog":
@@ -109,13 +109,35 @@ def bpf_ns(pid):
             info = dict(l.split(":", 1) for l in open("/proc/%d/fdinfo/%s" % (pid, fd)) if ":" in l)
         except OSError:
             continue
-        pid_ = info.get("prog_id", "").strip()
-        if pid_ in seen:
+        out[int(info.get("prog_id", "0").strip() or 0)] = (
+            int(info.get("run_time_ns", "0").strip() or 0),
+            int(info.get("run_cnt", "0").strip() or 0))
+    return out
+
+
+def prog_names():
+    """{prog_id: name} from bpftool (bundled; else on PATH), or {}: which
+    program of a plugin costs what (one program serves many uprobes)."""
+    tool = P.get("bpftool") or "bpftool"
+    try:
+        progs = json.loads(subprocess.run([tool, "-j", "prog", "show"], capture_output=True,
+                                          timeout=20).stdout or b"[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {}
+    return {p["id"]: p.get("name", "?") for p in progs if "id" in p}
+
+
+def prog_delta(before, after, names):
+    """{name: [ns, runs]} between two bpf_progs() snapshots."""
+    out = {}
+    for pid_, (ns, runs) in after.items():
+        ns0, runs0 = before.get(pid_, (0, 0))
+        if runs - runs0 <= 0:
             continue
-        seen.add(pid_)
-        ns += int(info.get("run_time_ns", "0").strip() or 0)
-        runs += int(info.get("run_cnt", "0").strip() or 0)
-    return ns, runs
+        acc = out.setdefault(names.get(pid_, "prog%d" % pid_), [0, 0])
+        acc[0] += ns - ns0
+        acc[1] += runs - runs0
+    return out
 
 
 def family(pid):
@@ -169,7 +191,7 @@ class Ntcore:
         if not ready:
             self.stop()
             raise RuntimeError("ntcore (%s) not ready: %s" % (tag, self.tail()))
-        self.bpf0 = bpf_ns(self.proc.pid)
+        self.bpf0 = bpf_progs(self.proc.pid)
 
     def tail(self):
         return open(self.errpath).read()[-800:]
@@ -183,8 +205,8 @@ class Ntcore:
                     hwm = int(line.split()[1]) // 1024
         except OSError:
             pass
-        ns, runs = bpf_ns(self.proc.pid)
-        return hwm, ns - self.bpf0[0], runs - self.bpf0[1]
+        per = prog_delta(self.bpf0, bpf_progs(self.proc.pid), prog_names())
+        return (hwm, sum(v[0] for v in per.values()), sum(v[1] for v in per.values()), per)
 
     def stop(self):
         t0 = time.monotonic()
@@ -230,7 +252,7 @@ def launches_counted():
 
 def run_config(w, name, conf, pairs, window_s, stats):
     """`pairs` interleaved pairs of windows on worker `w`."""
-    rows = []
+    rows, progs = [], {}
     bpf_stats(stats)
     for i in range(pairs):
         order = ("off", "on") if i % 2 == 0 else ("on", "off")
@@ -245,7 +267,14 @@ def run_config(w, name, conf, pairs, window_s, stats):
                 os.unlink(path)
             nt = Ntcore(conf, w.pid, "%s-%s-%d" % (w.mode, name, i))
             t = [float(x) for x in w.window(window_s).split()]
-            hwm, ns, runs = nt.sample()
+            hwm, ns, runs, per = nt.sample()
+            for pname, (pns, pruns) in per.items():
+                acc = progs.setdefault(pname, [0, 0, 0])
+                acc[0] += pns
+                acc[1] += pruns
+                acc[2] += len(t)
+            if name.startswith("cuda") and stats:
+                keep_metrics(name)
             rc = nt.stop()
             launches = launches_counted() if name.startswith("cuda") else 0
             row.update(on=statistics.median(t), steps=len(t), attach_ms=nt.attach_ms,
@@ -271,6 +300,10 @@ def run_config(w, name, conf, pairs, window_s, stats):
         "launches_per_step": statistics.median(x["launches_per_step"] for x in rows),
         "ntcore_failed": sum(1 for x in rows if x["rc"] not in (0,)),
         "rows": rows,
+        # per program (stats on): µs per step, runs per step, ns per run
+        "progs": sorted(([n, v[0] / 1e3 / max(v[2], 1), v[1] / max(v[2], 1),
+                          v[0] / max(v[1], 1)] for n, v in progs.items()),
+                        key=lambda x: -x[1])[:16] if stats else [],
     }
     res["bpf_pct_of_step"] = 100 * res["bpf_us_per_step"] / 1e3 / res["step_off_ms"]
     log("%-7s %-10s %+6.2f%% (p25..p75 %+.2f..%+.2f, min..max %+.2f..%+.2f, %d pairs) "
@@ -280,9 +313,24 @@ def run_config(w, name, conf, pairs, window_s, stats):
            res["max_pct"], res["pairs"], res["step_off_ms"], res["step_on_ms"],
            res["bpf_us_per_step"], res["bpf_pct_of_step"], res["bpf_runs_per_step"],
            res["attach_ms"], res["stop_ms"], res["peak_rss_mb"]))
+    for n, us, runs, nsr in res["progs"]:
+        log("        %-24s %8.1f us/step %8.1f runs/step %7.0f ns/run" % (n, us, runs, nsr))
     with open(os.path.join(O, "results.jsonl"), "a") as f:
         f.write(json.dumps(res) + "\n")
     return res
+
+
+def keep_metrics(name):
+    """The cuda probe's call and launch counters of the last window
+    (metrics-<name>.jsonl under OUT): which API calls each step makes."""
+    path = os.path.join(T, "ntcore-training.jsonl")
+    last = {}
+    for line in open(path) if os.path.exists(path) else []:
+        if '"type":"metric"' in line and '"ntcore_cuda_' in line:
+            e = json.loads(line)
+            last[(e.get("name"), json.dumps(e.get("labels"), sort_keys=True))] = line
+    with open(os.path.join(O, "metrics-%s.jsonl" % name), "w") as f:
+        f.writelines(last.values())
 
 
 def run_oom(conf):
