@@ -78,7 +78,7 @@ plugins = (
 );
 C
 
-PAIRS=${PAIRS:-10} PLUGIN_PAIRS=${PLUGIN_PAIRS:-8}
+PAIRS=${PAIRS:-12} PLUGIN_PAIRS=${PLUGIN_PAIRS:-6}
 python3 - "$T/plan.json" <<PY
 import json, sys
 T, pairs, ppairs, dry = "$T", $PAIRS, $PLUGIN_PAIRS, "$DRY" == "1"

@@ -250,6 +250,20 @@ def launches_counted():
     return sum(last.values())
 
 
+SKIP_STEPS = 2  # a window's first steps: after an attach or detach, not steady
+
+
+def window_stats(text):
+    """(median wall ms, median CPU ms) of a window's steps, its first
+    SKIP_STEPS left out, and the steps counted."""
+    rows = [[float(x) for x in line.split()] for line in text.split("\n") if line.strip()]
+    if len(rows) > 2 * SKIP_STEPS + 3:
+        rows = rows[SKIP_STEPS:]
+    cpu = [r[1] for r in rows if len(r) > 1]
+    return (statistics.median(r[0] for r in rows),
+            statistics.median(cpu) if cpu else float("nan"), len(rows))
+
+
 def run_config(w, name, conf, pairs, window_s, stats):
     """`pairs` interleaved pairs of windows on worker `w`."""
     rows, progs = [], {}
@@ -259,32 +273,38 @@ def run_config(w, name, conf, pairs, window_s, stats):
         row = {}
         for which in order:
             if which == "off":
-                t = [float(x) for x in w.window(window_s).split()]
-                row["off"] = statistics.median(t)
+                row["off"], row["cpu_off"], _ = window_stats(w.window(window_s))
                 continue
             path = os.path.join(T, "ntcore-training.jsonl")
             if os.path.exists(path):
                 os.unlink(path)
             nt = Ntcore(conf, w.pid, "%s-%s-%d" % (w.mode, name, i))
-            t = [float(x) for x in w.window(window_s).split()]
+            on, cpu_on, nsteps = window_stats(w.window(window_s))
             hwm, ns, runs, per = nt.sample()
             for pname, (pns, pruns) in per.items():
                 acc = progs.setdefault(pname, [0, 0, 0])
                 acc[0] += pns
                 acc[1] += pruns
-                acc[2] += len(t)
+                acc[2] += nsteps
             if name.startswith("cuda") and stats:
                 keep_metrics(name)
             rc = nt.stop()
             launches = launches_counted() if name.startswith("cuda") else 0
-            row.update(on=statistics.median(t), steps=len(t), attach_ms=nt.attach_ms,
+            row.update(on=on, cpu_on=cpu_on, steps=nsteps, attach_ms=nt.attach_ms,
                        stop_ms=nt.stop_ms, hwm_mb=max(hwm, nt.peak_mb), bpf_ns=ns,
                        bpf_runs=runs, cpu_s=nt.cpu_s, rc=rc,
-                       launches_per_step=launches / len(t))
+                       launches_per_step=launches / nsteps)
         row["ratio"] = row["on"] / row["off"] - 1
+        row["cpu_ratio"] = row["cpu_on"] / row["cpu_off"] - 1
         rows.append(row)
     r = [x["ratio"] * 100 for x in rows]
+    rc = [x["cpu_ratio"] * 100 for x in rows]
     res = {
+        # the main thread's CPU per step before the closing sync: what the
+        # probes add to the thread that launches (its spread is a wall
+        # clock's fraction: no GPU clocks, no queue waits in it)
+        "cpu_median_pct": statistics.median(rc), "cpu_p25_pct": pct(rc, 0.25),
+        "cpu_p75_pct": pct(rc, 0.75),
         "workload": w.mode, "config": name, "pairs": len(rows),
         "median_pct": statistics.median(r), "p25_pct": pct(r, 0.25), "p75_pct": pct(r, 0.75),
         "min_pct": min(r), "max_pct": max(r),
@@ -306,11 +326,13 @@ def run_config(w, name, conf, pairs, window_s, stats):
                         key=lambda x: -x[1])[:16] if stats else [],
     }
     res["bpf_pct_of_step"] = 100 * res["bpf_us_per_step"] / 1e3 / res["step_off_ms"]
-    log("%-7s %-10s %+6.2f%% (p25..p75 %+.2f..%+.2f, min..max %+.2f..%+.2f, %d pairs) "
+    log("%-7s %-10s %+6.2f%% (p25..p75 %+.2f..%+.2f, min..max %+.2f..%+.2f, %d pairs; "
+        "main-thread CPU %+.2f%% [%+.2f..%+.2f]) "
         "step %.3f -> %.3f ms; BPF %.1f us/step (%.2f%%), %.0f runs/step; attach %.0f ms, "
         "stop %.0f ms, peak RSS %d MB"
         % (w.mode, name, res["median_pct"], res["p25_pct"], res["p75_pct"], res["min_pct"],
-           res["max_pct"], res["pairs"], res["step_off_ms"], res["step_on_ms"],
+           res["max_pct"], res["pairs"], res["cpu_median_pct"], res["cpu_p25_pct"],
+           res["cpu_p75_pct"], res["step_off_ms"], res["step_on_ms"],
            res["bpf_us_per_step"], res["bpf_pct_of_step"], res["bpf_runs_per_step"],
            res["attach_ms"], res["stop_ms"], res["peak_rss_mb"]))
     for n, us, runs, nsr in res["progs"]:
@@ -347,6 +369,9 @@ def run_oom(conf):
         if e.get("type") == "alert.cuda_oom":
             alerts.append(e)
     alerts.sort(key=lambda a: a["ts"])
+    with open(os.path.join(O, "oom-alerts.jsonl"), "w") as f:  # kept for a look
+        f.writelines(json.dumps(a) + "\n" for a in alerts)
+        f.write(out)
     failed = [i for i in range(8) if v.get("OOM_OK_%d" % i) == "1"]
     # each failure's first alert (the allocator's retries add info alerts)
     lat = []
@@ -424,10 +449,12 @@ def summary(results):
                 bad.append("%s/%s" % (r["workload"], r["config"]))
         bpf = ("BPF %6.1f us/step (%5.2f%%)" % (r["bpf_us_per_step"], r["bpf_pct_of_step"])
                if r["bpf_stats"] else "BPF (stats off)            ")
-        out.append("%-7s %-11s %+6.2f%% [%+.2f..%+.2f] %2d pairs, step %8.3f ms, %s, "
+        out.append("%-7s %-11s %+6.2f%% [%+.2f..%+.2f] %2d pairs (thread CPU %+.2f%% [%+.2f..%+.2f]), "
+                   "step %8.3f ms, %s, "
                    "ntcore CPU %.2f s/window, attach %4.0f ms, stop %4.0f ms, RSS %3d MB  %s"
                    % (r["workload"], r["config"], r["median_pct"], r["p25_pct"], r["p75_pct"],
-                      r["pairs"], r["step_off_ms"], bpf, r["nt_cpu_s_per_window"],
+                      r["pairs"], r["cpu_median_pct"], r["cpu_p25_pct"], r["cpu_p75_pct"],
+                      r["step_off_ms"], bpf, r["nt_cpu_s_per_window"],
                       r["attach_ms"], r["stop_ms"], r["peak_rss_mb"], verdict))
         if r["launches_per_step"]:
             out.append("        (cuda counted %.0f kernel launches per step)" % r["launches_per_step"])

@@ -6,7 +6,8 @@ windows by overhead_drive.py (files in a control folder):
     MODE  mlp | cnn | gpt | loader | launch | oom | fake
     CTL   control folder: writes ready (its pid) after warm-up; then for
           k = 0, 1, ... waits for go.k, runs steps for `window_s` (from
-          go.k's text) and writes done.k (one step time in ms per line);
+          go.k's text) and writes done.k (per step, one line: its wall
+          time and the main thread's CPU time before the closing sync, ms);
           quit ends it.
     DATA  loader: a folder of sample files (made here when missing)
 
@@ -64,12 +65,13 @@ def serve(step, sync, warmup=10):
         times = []
         end = time.perf_counter() + window_s
         while time.perf_counter() < end or len(times) < 5:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             step()
+            c1 = time.thread_time()  # the step's CPU, before the sync's wait
             sync()
-            times.append((time.perf_counter() - t0) * 1e3)
+            times.append(((time.perf_counter() - t0) * 1e3, (c1 - c0) * 1e3))
         write_atomic(os.path.join(CTL, "done.%d" % k),
-                     "\n".join("%.4f" % t for t in times) + "\n")
+                     "\n".join("%.4f %.4f" % t for t in times) + "\n")
         k += 1
 
 

@@ -130,6 +130,13 @@ START_TEST(test_specs)
 	ck_assert_int_eq(s.out2_arg, 2);
 	ck_assert(nt_cuda_spec_for(NT_CUDA_API_cudaMemcpy2DAsync, &s));
 	ck_assert_int_eq(s.nstack, 2);
+	ck_assert(!(s.flags & NT_CUDA_SPEC_ENTER_EV)); /* async: returns at once */
+	ck_assert(nt_cuda_spec_for(NT_CUDA_API_cudaMemsetAsync, &s));
+	ck_assert(!(s.flags & NT_CUDA_SPEC_ENTER_EV));
+	ck_assert(nt_cuda_spec_for(NT_CUDA_API_cudaMemcpy, &s));
+	ck_assert(s.flags & NT_CUDA_SPEC_ENTER_EV); /* may block */
+	ck_assert(nt_cuda_spec_for(NT_CUDA_API_cuMemsetD8_v2, &s));
+	ck_assert(s.flags & NT_CUDA_SPEC_ENTER_EV);
 	ck_assert(nt_cuda_spec_for(NT_CUDA_API_cuStreamSynchronize, &s));
 	ck_assert(s.flags & NT_CUDA_SPEC_ENTER_EV);
 	ck_assert_int_eq(s.layer, NT_CUDA_LAYER_DRIVER);
