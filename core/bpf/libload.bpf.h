@@ -21,9 +21,9 @@
  *   NT_LIBLOAD_PFX_MAX    prefixes at most; NT_LIBLOAD_PFX_LEN bytes each
  *   nt_libload_output     void fn(void *rec, __u64 size): write to its ring
  * and gets the rodata `stop_on_load`, `watch_so`, `n_lib_pfx`, `lib_pfx`,
- * the maps `exe_known`, `open_pending`, `path_scratch` and the programs
- * `on_openat_enter`, `on_openat_exit`, `on_exec` (user space may switch any
- * of them off with bpf_program__set_autoload before load).
+ * the maps `exe_known`, `path_scratch` and the programs `on_openat_exit`,
+ * `on_exec` (user space may switch either off with bpf_program__set_autoload
+ * before load).
  */
 #ifndef NTCORE_LIBLOAD_BPF_H
 #define NTCORE_LIBLOAD_BPF_H
@@ -51,15 +51,6 @@ struct {
 	__type(key, struct exe_id);
 	__type(value, __u8);
 } exe_known SEC(".maps");
-
-/* openat of a matching library: path kept from enter to exit, per thread. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	NT_MAP_LAZY;
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, NT_LIBLOAD_REC);
-} open_pending SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -178,19 +169,25 @@ static __always_inline long nt_syscall_nr(struct pt_regs *regs)
 #error "libload.bpf.h: openat's syscall number for this architecture"
 #endif
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(on_openat_enter, struct pt_regs *regs, long nr)
+/*
+ * One program, at the return of openat: its path argument is still in the
+ * saved user registers there (the kernel writes only the return value
+ * back), so nothing is kept from the entry. A program on sys_enter as well
+ * cost every system call of the host a second run (~100 ns); a DataLoader
+ * job makes ~700 a step.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_openat_exit, struct pt_regs *regs, long ret)
 {
 	__u64 id;
-	__u32 tid, zero = 0;
+	__u32 zero = 0;
 	NT_LIBLOAD_REC *p;
 	char name[NT_LIBLOAD_NAME_LEN];
-	bool match;
+	bool match, stop;
 
-	if (nr != NT_NR_OPENAT || !n_lib_pfx)
+	if (ret < 0 || !n_lib_pfx || nt_syscall_nr(regs) != NT_NR_OPENAT)
 		return 0;
 	id = bpf_get_current_pid_tgid();
-	tid = (__u32)id;
 	if (!nt_target_ok(id >> 32))
 		return 0;
 	p = bpf_map_lookup_elem(&path_scratch, &zero);
@@ -206,33 +203,11 @@ int BPF_PROG(on_openat_enter, struct pt_regs *regs, long nr)
 	nt_libload_hdr(&p->hdr, NT_LIBLOAD_OPEN, id);
 	p->ino = 0;
 	p->dev = 0;
-	/* stopped doubles as "matched a library prefix" until exit */
-	p->stopped = match;
-	bpf_map_update_elem(&open_pending, &tid, p, BPF_ANY);
-	return 0;
-}
-
-SEC("tp_btf/sys_exit")
-int BPF_PROG(on_openat_exit, struct pt_regs *regs, long ret)
-{
-	__u32 tid;
-	NT_LIBLOAD_REC *p;
-
-	if (!n_lib_pfx || nt_syscall_nr(regs) != NT_NR_OPENAT)
-		return 0;
-	tid = (__u32)bpf_get_current_pid_tgid();
-	p = bpf_map_lookup_elem(&open_pending, &tid);
-	if (!p)
-		return 0;
-	if (ret >= 0) {
-		bool stop = p->stopped && stop_on_load && nt_filter_on;
-
-		p->stopped = stop;
-		if (stop)
-			bpf_send_signal(NT_LIBLOAD_SIGSTOP);
-		nt_libload_output(p, sizeof(*p));
-	}
-	bpf_map_delete_elem(&open_pending, &tid);
+	stop = match && stop_on_load && nt_filter_on;
+	p->stopped = stop;
+	if (stop)
+		bpf_send_signal(NT_LIBLOAD_SIGSTOP);
+	nt_libload_output(p, sizeof(*p));
 	return 0;
 }
 

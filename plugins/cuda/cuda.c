@@ -304,7 +304,7 @@ static void cuda_detach(void *state)
 		nt_uprobes_move(&c->libs[i].up, &links);
 		free(c->libs[i].path);
 	}
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < NT_ARRAY_LEN(c->tp_links); i++) {
 		nt_linkset_add(&links, c->tp_links[i]);
 		c->tp_links[i] = NULL;
 	}
@@ -339,7 +339,7 @@ static void cuda_quiesce(void *state)
 		nt_uprobes_move(&c->libs[i].fallback, &links);
 		nt_uprobes_move(&c->libs[i].up, &links);
 	}
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < NT_ARRAY_LEN(c->tp_links); i++) {
 		nt_linkset_add(&links, c->tp_links[i]);
 		c->tp_links[i] = NULL;
 	}

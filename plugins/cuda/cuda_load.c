@@ -143,7 +143,6 @@ int cuda_load(struct cuda *c)
 		cuda_set_multi(s, c->multi);
 		if (attempt == 2) {
 			bpf_program__set_autoload(s->progs.on_exec, false);
-			bpf_program__set_autoload(s->progs.on_openat_enter, false);
 			bpf_program__set_autoload(s->progs.on_openat_exit, false);
 		}
 		err = cuda_bpf__load(s);
@@ -170,15 +169,13 @@ void cuda_attach_discovery(struct cuda *c)
 {
 	struct cuda_bpf *s = c->skel;
 
-	if (bpf_program__autoload(s->progs.on_openat_enter)) {
-		c->tp_links[0] = bpf_program__attach(s->progs.on_openat_enter);
-		c->tp_links[1] = bpf_program__attach(s->progs.on_openat_exit);
-	}
+	if (bpf_program__autoload(s->progs.on_openat_exit))
+		c->tp_links[0] = bpf_program__attach(s->progs.on_openat_exit);
 	if (bpf_program__autoload(s->progs.on_exec))
-		c->tp_links[2] = bpf_program__attach(s->progs.on_exec);
-	for (int i = 0; i < 3; i++)
+		c->tp_links[1] = bpf_program__attach(s->progs.on_exec);
+	for (size_t i = 0; i < NT_ARRAY_LEN(c->tp_links); i++)
 		if (!c->tp_links[i])
 			nt_log_warn(c,
-				     "library discovery tracepoint %d not attached: %s; libraries loaded later may be missed",
+				     "library discovery tracepoint %zu not attached: %s; libraries loaded later may be missed",
 				     i, strerror(errno));
 }

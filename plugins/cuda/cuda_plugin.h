@@ -118,7 +118,7 @@ struct cuda {
 	uint64_t hits_seen[NT_CUDA_SPEC_MAX]; /* probe_hits already published */
 	struct nt_cuda_state st;
 	struct cuda_bpf *skel;
-	struct bpf_link *tp_links[3];
+	struct bpf_link *tp_links[2]; /* library discovery: openat, exec */
 	struct nt_ring *rb;
 	struct lib *libs;
 	size_t nlibs, caplibs;

@@ -154,7 +154,6 @@ static int bpf_open_load(struct nvl *s)
 		nvl_nccl_set_prefixes(s);
 		bpf_program__set_autoload(k->progs.on_exec, false);
 		if (!s->cfg->nccl) {
-			bpf_program__set_autoload(k->progs.on_openat_enter, false);
 			bpf_program__set_autoload(k->progs.on_openat_exit, false);
 		}
 		nvl_kernel_autoload(s);
@@ -198,9 +197,8 @@ static int bpf_attach(struct nvl *s)
 		return err;
 	}
 	if (s->cfg->nccl) {
-		s->tp[s->ntp++] = bpf_program__attach(s->skel->progs.on_openat_enter);
 		s->tp[s->ntp++] = bpf_program__attach(s->skel->progs.on_openat_exit);
-		if (!s->tp[0] || !s->tp[1])
+		if (!s->tp[0])
 			nt_log_warn(s, "library discovery not attached: a libnccl loaded later is missed");
 	}
 	nvl_kernel_attach(s);

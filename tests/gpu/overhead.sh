@@ -26,7 +26,8 @@
 #   DRY=1 bash tests/gpu/overhead.sh BUILD_DIR /tmp/ovh
 # OVH_ONLY="oom launch" runs only those workloads (names as in the plan);
 # OVH_STATS=1 adds training.conf with BPF statistics on gpt (each program);
-# OVH_PLUGINS="cuda nvlink" measures only those plugins alone.
+# OVH_PLUGINS="cuda nvlink" measures only those plugins alone;
+# OVH_ALONE_ALL=1 measures them alone on every workload, not only gpt.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -86,6 +87,7 @@ train = ["training", T + "/training.conf", pairs, False]
 alone = [[p, "%s/%s.conf" % (T, p), ppairs, True] for p in "$PLUGINS".split()]
 if "${OVH_STATS:-0}" == "1":  # training.conf with BPF statistics: every program's share
     alone.insert(0, ["training-stats", T + "/training.conf", ppairs, True])
+more = alone if "${OVH_ALONE_ALL:-0}" == "1" else []  # each plugin alone on every workload
 if dry:
     plan = [{"workload": "fake", "window_s": 0.5, "configs":
              [["training", T + "/training.conf", 2, False], ["sched", T + "/sched.conf", 2, True]]}]
@@ -94,9 +96,9 @@ else:
         {"workload": "gpt", "window_s": 1.0, "configs": [train] + alone},
         {"workload": "launch", "window_s": 0.6, "configs": [["cuda-launch", T + "/cuda.conf", pairs + 2, False]]},
         {"workload": "oom", "conf": T + "/oom.conf"},
-        {"workload": "mlp", "window_s": 0.8, "configs": [train]},
-        {"workload": "cnn", "window_s": 0.8, "configs": [train]},
-        {"workload": "loader", "window_s": 1.0, "configs": [train]},
+        {"workload": "mlp", "window_s": 0.8, "configs": [train] + more},
+        {"workload": "cnn", "window_s": 0.8, "configs": [train] + more},
+        {"workload": "loader", "window_s": 1.0, "configs": [train] + more},
     ]
 only = "${OVH_ONLY:-}".split()  # OVH_ONLY="oom gpt": those workloads only
 if only:
