@@ -7,6 +7,7 @@
 #include "cuda_plugin.h"
 
 #include "ntcore/kit/sb.h"
+#include "ntcore/kit/topn.h"
 
 /* ------------------------------------------------------------------ */
 /* Periodic: launch counts and function-table statistics               */
@@ -289,29 +290,28 @@ static uint64_t hits_of(int fd, uint32_t cookie, uint64_t *percpu, int ncpu)
 
 static void log_top_hits(struct cuda *c)
 {
+	struct nt_topn top;
 	struct nt_sb sb;
-	uint64_t total = 0;
-	bool taken[NT_CUDA_SPEC_MAX] = {0};
+	uint64_t total = 0, hits;
 
-	for (uint32_t k = 0; k < NT_CUDA_SPEC_MAX; k++)
-		total += c->hits_seen[k];
-	if (!total)
+	if (nt_topn_init(&top, 8, sizeof(uint32_t)))
 		return;
-	nt_sb_init(&sb, 0);
-	for (int n = 0; n < 8; n++) {
-		uint32_t best = 0;
-
-		for (uint32_t k = 1; k < NT_CUDA_SPEC_MAX; k++)
-			if (!taken[k] && c->hits_seen[k] > c->hits_seen[best])
-				best = k;
-		if (taken[best] || !c->hits_seen[best])
-			break;
-		taken[best] = true;
-		nt_sb_printf(&sb, "%s%s %" PRIu64, n ? ", " : "",
-			     hit_name(c, best) ? hit_name(c, best) : "?", c->hits_seen[best]);
+	for (uint32_t k = 0; k < NT_CUDA_SPEC_MAX; k++) {
+		total += c->hits_seen[k];
+		if (c->hits_seen[k])
+			nt_topn_offer(&top, c->hits_seen[k], &k);
 	}
-	nt_log_info(c, "%" PRIu64 " uprobe hits, most: %s", total, nt_sb_str(&sb));
+	nt_sb_init(&sb, 0);
+	for (size_t i = 0; i < nt_topn_count(&top); i++) {
+		const uint32_t *k = nt_topn_at(&top, i, &hits);
+		const char *name = hit_name(c, *k);
+
+		nt_sb_printf(&sb, "%s%s %" PRIu64, i ? ", " : "", name ? name : "?", hits);
+	}
+	if (total)
+		nt_log_info(c, "%" PRIu64 " uprobe hits, most: %s", total, nt_sb_str(&sb));
 	nt_sb_fini(&sb);
+	nt_topn_fini(&top);
 }
 
 void sync_hits(struct cuda *c, bool at_end)
